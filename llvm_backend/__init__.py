@@ -1,0 +1,25 @@
+"""llvm_backend: an llvmlite-level kernel backend for PyTensor.
+
+Importing this package registers the PyTensor mode "LLVM" (also reachable as "llvm")::
+
+    import llvm_backend
+    fn = pytensor.function([x], y, mode="LLVM")
+
+Users of other modes ("NUMBA", "FAST_RUN", "CVM", ...) see no change from the import.
+"""
+
+from llvm_backend.dispatch import LOWERINGS, llvm_funcify_and_cache_key, register_lowering
+from llvm_backend.linker import LLVMLinker
+from llvm_backend.mode import LLVM, MODE_NAME, llvm_rewrites, register
+
+register()
+
+__all__ = [
+    "LLVM",
+    "LOWERINGS",
+    "MODE_NAME",
+    "LLVMLinker",
+    "llvm_funcify_and_cache_key",
+    "llvm_rewrites",
+    "register_lowering",
+]

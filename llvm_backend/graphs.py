@@ -1,0 +1,84 @@
+"""Built-in example graphs used by ``llvm-backend report``, the benchmarks and the tests.
+
+Each builder returns a `Graph`: symbolic inputs, outputs and example input values.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pytensor.tensor as pt
+
+__all__ = ["GRAPHS", "Graph", "concatenate", "full_reduction", "logp_grad"]
+
+
+@dataclass(frozen=True)
+class Graph:
+    name: str
+    description: str
+    inputs: list
+    outputs: list
+    values: list
+
+
+def _normal_logp(value, mu, sigma):
+    return -0.5 * ((value - mu) / sigma) ** 2 - pt.log(sigma) - 0.5 * np.log(2 * np.pi)
+
+
+def logp_grad(n_scalars: int = 3, vector_length: int = 8) -> Graph:
+    """A PyMC-shaped log-density and its gradient, joined into one vector (like ``logp_dlogp_function``).
+
+    A hierarchical normal model on 8 observations (eight-schools-like): scalar parameters ``mu``,
+    ``log_tau``, ``log_scale`` (and further scalar offsets when ``n_scalars > 3``), and a
+    non-centred vector ``theta``.
+    """
+    rng = np.random.default_rng(0)
+    y = pt.constant(rng.normal(size=vector_length), name="y")
+    sigma = pt.constant(rng.uniform(5, 15, size=vector_length), name="sigma")
+    mu, log_tau, log_scale = (pt.dscalar(n) for n in ("mu", "log_tau", "log_scale"))
+    offsets = [pt.dscalar(f"offset_{i}") for i in range(n_scalars - 3)]
+    theta = pt.dvector("theta")
+    tau, scale = pt.exp(log_tau), pt.exp(log_scale)
+    location = mu + sum(offsets, pt.constant(0.0))
+    logp = (
+        _normal_logp(mu, 0.0, 5.0)
+        + _normal_logp(log_tau, 0.0, 1.0)
+        + _normal_logp(log_scale, 0.0, 1.0)
+        + sum((_normal_logp(o, 0.0, 1.0) for o in offsets), pt.constant(0.0))
+        + _normal_logp(theta, 0.0, 1.0).sum()
+        + _normal_logp(y, location + tau * theta, sigma * scale).sum()
+    )
+    params = [mu, log_tau, log_scale, *offsets, theta]
+    grad = pt.concatenate([pt.atleast_1d(g) for g in pt.grad(logp, params)])
+    values = [0.5, 0.1, -0.2, *(0.01 * i for i in range(len(offsets))), rng.normal(size=vector_length)]
+    return Graph(
+        f"logp_grad_{n_scalars}s_v{vector_length}",
+        f"logp + joined gradient, {n_scalars} scalars + vector({vector_length})",
+        params,
+        [logp, grad],
+        values,
+    )
+
+
+def concatenate(n: int = 60, length: int = 16) -> Graph:
+    """Concatenate ``n`` float64 vectors of ``length``."""
+    xs = [pt.dvector(f"x{i}") for i in range(n)]
+    values = [np.full(length, float(i)) for i in range(n)]
+    return Graph(f"concat_{n}", f"concatenate of {n} vectors({length})", xs, [pt.concatenate(xs)], values)
+
+
+def full_reduction(length: int = 1000) -> Graph:
+    """A full sum and max of a vector, consumed by scalar arithmetic."""
+    x = pt.dvector("x")
+    s = x.sum()
+    out = pt.sqrt(s * s + 1.0) + pt.exp(-x.max())
+    values = [np.linspace(-1.0, 1.0, length)]
+    return Graph("full_reduction", f"sum and max of vector({length}) into scalar math", [x], [out], values)
+
+
+GRAPHS: dict[str, Callable[[], Graph]] = {
+    "logp_grad": logp_grad,
+    "concat_60": concatenate,
+    "full_reduction": full_reduction,
+}
+"""The report's graphs, by name."""

@@ -1,0 +1,218 @@
+"""Measurement primitives for compiled PyTensor functions (LLVM, stock NUMBA, any Numba-linked mode).
+
+- ``numba_dispatcher(fn)``: the numba dispatcher PyTensor calls for ``fn``.
+- ``uncached_kernel(fn)``: ``fn``'s graph recompiled with PyTensor's numba cache off, so its IR is real.
+  Under the default cache the dispatcher's entry point is a one-line ``*args`` wrapper whose body may
+  be loaded from disk, and ``inspect_llvm()`` shows that wrapper (a stub), not the kernel.
+- ``kernel_ir(fn)`` / ``kernel_instruction_count(fn)``: optimized LLVM IR of the kernel function alone
+  (not numba's CPython wrapper, which has NRT and Python C-API calls of its own).
+- ``unoptimized_ir_size(fn)``: instruction counts of the IR numba emits before LLVM optimizes it.
+- ``allocations_per_call(fn, inputs)``: NRT MemInfo allocations per call, total and net of the one
+  MemInfo numba makes to unbox each ndarray argument.
+- ``time_per_call(fn, inputs)`` / ``times_per_call(cases)``: seconds per call of the raw numba function,
+  medians of (interleaved) timeit rounds.
+"""
+
+import statistics
+import timeit
+from contextlib import contextmanager
+from dataclasses import dataclass
+from unittest import mock
+
+import llvmlite.binding as llvm
+import numpy as np
+from numba.core.codegen import CPUCodeLibrary
+from numba.core.registry import CPUDispatcher
+from numba.core.runtime import _nrt_python, rtsys
+from pytensor import config
+from pytensor.link.numba.dispatch.basic import get_numba_type
+from pytensor.link.numba.linker import NumbaLinker
+
+__all__ = [
+    "Allocations",
+    "Kernel",
+    "UnoptimizedIR",
+    "allocations_per_call",
+    "function_instruction_count",
+    "kernel_instruction_count",
+    "kernel_ir",
+    "numba_dispatcher",
+    "prepare_inputs",
+    "time_per_call",
+    "times_per_call",
+    "uncached_kernel",
+    "unoptimized_ir_size",
+]
+
+
+def numba_dispatcher(fn) -> CPUDispatcher:
+    """The numba dispatcher that a compiled PyTensor ``Function`` calls (``fn.vm.jit_fn``)."""
+    if not isinstance(fn.maker.linker, NumbaLinker):
+        raise TypeError(f"{fn} was not compiled by a Numba linker (linker: {fn.maker.linker})")
+    return fn.vm.jit_fn
+
+
+def prepare_inputs(fn, inputs) -> list:
+    """``inputs`` converted the way ``fn`` converts them before calling its numba function."""
+    variables = [i.variable for i in fn.maker.inputs if not i.shared]
+    if len(inputs) != len(variables):
+        raise ValueError(f"{fn} takes {len(variables)} inputs, got {len(inputs)}")
+    return [var.type.filter(value) for var, value in zip(variables, inputs, strict=True)]
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A graph's function compiled without PyTensor's cache, for one argument signature."""
+
+    dispatcher: CPUDispatcher
+    signature: tuple
+    unoptimized_modules: tuple[str, ...]
+    """IR text of every module numba emitted during the compile, before optimization."""
+
+    @property
+    def name(self) -> str:
+        """The kernel function's symbol in the LLVM module."""
+        return self.dispatcher.overloads[self.signature].fndesc.mangled_name
+
+    @property
+    def optimized_ir(self) -> str:
+        return self.dispatcher.overloads[self.signature].library.get_llvm_str()
+
+
+@contextmanager
+def _capture_unoptimized_ir():
+    modules = []
+    add_ir_module = CPUCodeLibrary.add_ir_module
+
+    def recording(library, ir_module):
+        modules.append(str(ir_module))
+        return add_ir_module(library, ir_module)
+
+    with mock.patch.object(CPUCodeLibrary, "add_ir_module", recording):
+        yield modules
+
+
+def _argument_types(fn) -> tuple:
+    variables = [i.variable for i in fn.maker.inputs]
+    return tuple(get_numba_type(var.type, layout="C") for var in variables)
+
+
+def uncached_kernel(fn, arg_types: tuple | None = None) -> Kernel:
+    """Recompile ``fn``'s graph with its own linker and the numba cache off.
+
+    ``arg_types`` defaults to C-contiguous arrays of the inputs' types (what fresh ndarrays give).
+    Numba functions already compiled in this process (helpers shared across graphs) are reused,
+    so their IR is not in ``unoptimized_modules``.
+    """
+    linker = fn.maker.linker
+    arg_types = _argument_types(fn) if arg_types is None else tuple(arg_types)
+    with config.change_flags(numba__cache=False):
+        converted = linker.fgraph_convert(fn.maker.fgraph)
+        dispatcher = linker.jit_compile(converted)
+        with _capture_unoptimized_ir() as modules:
+            dispatcher.compile(arg_types)
+    return Kernel(dispatcher, arg_types, tuple(modules))
+
+
+def function_instruction_count(ir_text: str, name: str) -> int:
+    """Number of instructions in the definition of function ``name`` in ``ir_text``."""
+    module = llvm.parse_assembly(ir_text)
+    function = module.get_function(name)
+    return sum(1 for block in function.blocks for _ in block.instructions)
+
+
+def kernel_ir(fn) -> str:
+    """Optimized LLVM IR of ``fn``'s kernel function alone, as text."""
+    kernel = uncached_kernel(fn)
+    return str(llvm.parse_assembly(kernel.optimized_ir).get_function(kernel.name))
+
+
+def kernel_instruction_count(fn) -> int:
+    """Instructions in the optimized kernel function of ``fn`` (node functions inlined into it count)."""
+    kernel = uncached_kernel(fn)
+    return function_instruction_count(kernel.optimized_ir, kernel.name)
+
+
+@dataclass(frozen=True)
+class UnoptimizedIR:
+    kernel: int
+    """Instructions in the kernel function (the generated graph function) before optimization."""
+    total: int
+    """Instructions in every function defined in the modules emitted for this compile."""
+
+
+def unoptimized_ir_size(fn) -> UnoptimizedIR:
+    """Instruction counts of ``fn``'s IR as numba emits it, before LLVM optimization."""
+    kernel = uncached_kernel(fn)
+    kernel_count = total = 0
+    for text in kernel.unoptimized_modules:
+        for function in llvm.parse_assembly(text).functions:
+            if function.is_declaration:
+                continue
+            count = sum(1 for block in function.blocks for _ in block.instructions)
+            total += count
+            if function.name == kernel.name:
+                kernel_count = count
+    return UnoptimizedIR(kernel=kernel_count, total=total)
+
+
+@dataclass(frozen=True)
+class Allocations:
+    total: float
+    """NRT MemInfo allocations per call."""
+    unboxing: int
+    """Of which numba makes one per ndarray argument to unbox it."""
+
+    @property
+    def net(self) -> float:
+        return self.total - self.unboxing
+
+
+@contextmanager
+def _nrt_stats():
+    enabled = _nrt_python.memsys_stats_enabled()
+    _nrt_python.memsys_enable_stats()
+    try:
+        yield
+    finally:
+        if not enabled:
+            _nrt_python.memsys_disable_stats()
+
+
+def allocations_per_call(fn, inputs, n_calls: int = 100) -> Allocations:
+    """NRT heap allocations per call of ``fn``'s numba function on ``inputs``."""
+    args = prepare_inputs(fn, inputs)
+    jit_fn = numba_dispatcher(fn)
+    jit_fn(*args)  # compile outside the counted window
+    with _nrt_stats():
+        before = rtsys.get_allocation_stats().mi_alloc
+        for _ in range(n_calls):
+            jit_fn(*args)
+        after = rtsys.get_allocation_stats().mi_alloc
+    unboxing = sum(isinstance(a, np.ndarray) for a in args)
+    return Allocations(total=(after - before) / n_calls, unboxing=unboxing)
+
+
+def times_per_call(cases: dict, rounds: int = 9) -> dict:
+    """Seconds per call of each case's raw numba function, as medians of interleaved rounds.
+
+    ``cases`` maps a label to ``(fn, inputs)``. Each round times every case once (timeit, with the
+    loop count timeit's autorange picked for that case), so load on a noisy machine hits all alike.
+    """
+    timers = {}
+    for label, (fn, inputs) in cases.items():
+        args = prepare_inputs(fn, inputs)
+        jit_fn = numba_dispatcher(fn)
+        jit_fn(*args)
+        timer = timeit.Timer(lambda jit_fn=jit_fn, args=args: jit_fn(*args))
+        timers[label] = (timer, timer.autorange()[0])
+    samples = {label: [] for label in cases}
+    for _ in range(rounds):
+        for label, (timer, number) in timers.items():
+            samples[label].append(timer.timeit(number) / number)
+    return {label: statistics.median(s) for label, s in samples.items()}
+
+
+def time_per_call(fn, inputs, rounds: int = 9) -> float:
+    """Seconds per call of ``fn``'s raw numba function on ``inputs`` (median of ``rounds``)."""
+    return times_per_call({"fn": (fn, inputs)}, rounds)["fn"]

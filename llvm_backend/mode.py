@@ -1,0 +1,35 @@
+"""The PyTensor mode "LLVM": our linker plus our rewrites, registered on import."""
+
+from pytensor.compile.mode import (
+    Mode,
+    optdb,
+    predefined_linkers,
+    predefined_modes,
+)
+from pytensor.graph.rewriting.db import RewriteDatabaseQuery, SequenceDB
+
+from llvm_backend.linker import REWRITE_TAG, LLVMLinker
+
+__all__ = ["LINKER_NAME", "LLVM", "MODE_NAME", "llvm_rewrites", "register"]
+
+MODE_NAME = "LLVM"
+LINKER_NAME = "llvm"
+REWRITES_NAME = "llvm_backend_rewrites"
+
+llvm_rewrites = SequenceDB()
+"""Rewrites run only in the LLVM mode (anything using `LLVMLinker`)."""
+
+LLVM = Mode(
+    linker=LLVMLinker(),
+    optimizer=RewriteDatabaseQuery(include=["fast_run", "numba", REWRITE_TAG]),
+)
+
+
+def register() -> None:
+    """Make "LLVM" (any case) a PyTensor mode and "llvm" a linker. Idempotent."""
+    if REWRITES_NAME not in optdb:
+        # After elemwise fusion (49), so our rewrites see fused nodes, and before the destroy
+        # handler (49.5) and the inplace rewrites, so what we produce can still be made inplace.
+        optdb.register(REWRITES_NAME, llvm_rewrites, REWRITE_TAG, position=49.4)
+    predefined_linkers.setdefault(LINKER_NAME, LLVM.linker)
+    predefined_modes.setdefault(MODE_NAME, LLVM)

@@ -1,0 +1,95 @@
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+import pytest
+
+import llvm_backend  # noqa: F401
+from llvm_backend.measure import (
+    allocations_per_call,
+    kernel_instruction_count,
+    kernel_ir,
+    numba_dispatcher,
+    prepare_inputs,
+    time_per_call,
+    times_per_call,
+    uncached_kernel,
+    unoptimized_ir_size,
+)
+
+MODES = ["NUMBA", "LLVM"]
+
+
+@pytest.fixture(scope="module")
+def doubled():
+    x = pt.dvector("x")
+    return {mode: pytensor.function([x], x * 2, mode=mode) for mode in MODES}
+
+
+def test_dispatcher_is_what_the_function_calls(doubled):
+    for fn in doubled.values():
+        fn(np.ones(3))
+        assert numba_dispatcher(fn) is fn.vm.jit_fn
+        assert numba_dispatcher(fn).signatures
+
+
+def test_dispatcher_rejects_non_numba_functions():
+    x = pt.dvector("x")
+    with pytest.raises(TypeError, match="not compiled by a Numba linker"):
+        numba_dispatcher(pytensor.function([x], x * 2, mode="FAST_COMPILE"))
+
+
+def test_prepare_inputs_converts_like_the_function(doubled):
+    [arg] = prepare_inputs(doubled["LLVM"], [[1, 2, 3]])
+    assert isinstance(arg, np.ndarray) and arg.dtype == np.float64
+    with pytest.raises(ValueError, match="takes 1 inputs, got 2"):
+        prepare_inputs(doubled["LLVM"], [[1.0], [2.0]])
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_allocations_of_an_elementwise_graph(doubled, mode):
+    # One MemInfo to unbox x, one for the output buffer.
+    allocations = allocations_per_call(doubled[mode], [np.ones(8)])
+    assert allocations.total == 2
+    assert allocations.unboxing == 1
+    assert allocations.net == 1
+
+
+def test_allocations_count_every_intermediate_buffer():
+    x = pt.dvector("x")
+    # Two outputs that cannot share a buffer: two allocations beyond unboxing.
+    fn = pytensor.function([x], [x * 2, pt.exp(x)], mode="NUMBA")
+    assert allocations_per_call(fn, [np.ones(4)]).net == 2
+
+
+def test_kernel_ir_is_the_real_kernel_not_the_cache_stub(doubled):
+    # Under the default cache the dispatcher is a `*args` wrapper; the kernel is recompiled uncached.
+    assert pytensor.config.numba__cache
+    for fn in doubled.values():
+        text = kernel_ir(fn)
+        assert text.lstrip().startswith("define")
+        assert "funcified_fgraph" in text.split("{", 1)[0]
+        assert "numba_funcify_Elemwise" in text  # the graph's own node, called from the kernel
+        assert "PyObject" not in text and "cpython" not in text.split("{", 1)[0]
+
+
+def test_instruction_counts_grow_with_the_graph():
+    x = pt.dvector("x")
+    small = pytensor.function([x], x * 2, mode="LLVM")
+    large = pytensor.function([x], [x * i for i in range(2, 12)], mode="LLVM")
+    assert kernel_instruction_count(large) > kernel_instruction_count(small) > 0
+    small_ir, large_ir = unoptimized_ir_size(small), unoptimized_ir_size(large)
+    assert large_ir.kernel > small_ir.kernel > 0
+    assert small_ir.total >= small_ir.kernel
+
+
+def test_uncached_kernel_records_unoptimized_modules(doubled):
+    kernel = uncached_kernel(doubled["LLVM"])
+    assert any(kernel.name in text for text in kernel.unoptimized_modules)
+    assert kernel.dispatcher.overloads[kernel.signature].library is not None
+
+
+def test_times_per_call_are_positive_and_labelled(doubled):
+    times = times_per_call({mode: (fn, [np.ones(8)]) for mode, fn in doubled.items()}, rounds=3)
+    assert set(times) == set(MODES)
+    assert all(0 < t < 1 for t in times.values())
+    assert 0 < time_per_call(doubled["LLVM"], [np.ones(8)], rounds=3) < 1

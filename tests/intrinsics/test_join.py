@@ -1,0 +1,351 @@
+import functools
+import re
+from types import SimpleNamespace
+
+import hypothesis.extra.numpy as hnp
+import llvmlite.binding as llvm
+import numba
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from llvmlite import ir
+from numba.core import cgutils, types
+from numba.core.codegen import CPUCodeLibrary
+from numba.core.compiler import Flags
+from numba.core.errors import TypingError
+from numba.core.lowering import Environment
+from numba.core.registry import cpu_target
+from numba.core.targetconfig import ConfigStack
+
+from intrinsics.join import JoinShapeError, _alloca_table, _emit_join, _store_entry, linear_join
+
+
+@functools.cache
+def joiner(dtype):
+    """One njit wrapper per output dtype; numba caches one compile per argument-type combination."""
+
+    @numba.njit(cache=False)
+    def join(axis, *arrays):
+        return linear_join(axis, arrays, dtype)
+
+    return join
+
+
+def expected(axis, arrays, dtype):
+    return np.concatenate([np.atleast_1d(a) for a in arrays], axis=axis).astype(dtype)
+
+
+def check(axis, arrays, dtype=np.float64):
+    out = joiner(dtype)(axis, *arrays)
+    want = expected(axis, arrays, dtype)
+    assert out.dtype == want.dtype
+    assert out.flags.c_contiguous
+    np.testing.assert_array_equal(out, want)
+
+
+def ragged(ndim, axis, lengths, dtype=np.float64):
+    """Inputs of a fixed (2, 3, 4)[:ndim] shape except ``lengths`` along ``axis``."""
+    base = [2, 3, 4][:ndim]
+    arrays = []
+    for k, length in enumerate(lengths):
+        shape = list(base)
+        shape[axis] = length
+        arrays.append((np.arange(np.prod(shape)) + 100 * k).reshape(shape).astype(dtype))
+    return arrays
+
+
+@pytest.mark.parametrize("ndim", [1, 2, 3])
+def test_every_axis_positive_and_negative(ndim):
+    for axis in range(-ndim, ndim):
+        check(axis, ragged(ndim, axis, [1, 3, 2]))
+
+
+@pytest.mark.parametrize(
+    "layout",
+    [
+        np.asfortranarray,
+        lambda a: a[..., ::2],
+        lambda a: a[::-1],
+        lambda a: a[..., ::-1],
+        lambda a: a.T.copy().T,
+        lambda a: np.repeat(a, 2, axis=0)[::2],
+    ],
+    ids=["F", "step", "reversed-outer", "reversed-inner", "transposed", "strided-outer"],
+)
+@pytest.mark.parametrize("ndim", [2, 3])
+def test_any_layout(layout, ndim):
+    for axis in (0, -1):
+        base = ragged(ndim, axis, [2, 3, 1])
+        # One strided input between contiguous ones: each input is walked through its own strides.
+        arrays = [base[0], layout(np.concatenate([base[1], base[1]], axis=-1)), base[2]]
+        if arrays[1].shape != base[1].shape:
+            arrays[1] = layout(base[1])
+        check(axis, arrays)
+
+
+def test_zero_length_inputs():
+    check(0, [np.zeros(0), np.arange(3.0), np.zeros(0)])
+    check(0, [np.zeros(0), np.zeros(0)])
+    check(1, [np.zeros((2, 0)), np.ones((2, 3)), np.zeros((2, 0))])
+    check(1, [np.zeros((0, 2)), np.zeros((0, 3))])
+    check(-1, [np.zeros((2, 0, 3)), np.zeros((2, 0, 1))])
+
+
+@pytest.mark.parametrize(
+    "dtypes, out_dtype",
+    [
+        ((np.int32, np.float64), np.float64),
+        ((np.bool_, np.int64), np.int64),
+        ((np.float32, np.float64), np.float64),
+        ((np.float64, np.int32, np.float64, np.bool_), np.float64),
+        ((np.float64, np.float64), np.float32),
+    ],
+)
+def test_mixed_dtypes(dtypes, out_dtype):
+    for axis in (0, 1):
+        arrays = [a.astype(dt) % 3 for a, dt in zip(ragged(2, axis, range(1, 1 + len(dtypes))), dtypes)]
+        check(axis, arrays, out_dtype)
+
+
+def test_dtype_given_as_np_dtype_object():
+    check(0, [np.arange(3, dtype=np.int32), np.arange(2.0)], np.dtype("float32"))
+    check(-1, [np.ones((2, 2), bool), np.zeros((2, 1), bool)], np.dtype("bool"))
+
+
+def test_scalar_entries_join_as_length_1_vectors():
+    check(0, [np.float64(1.5), np.arange(3.0), 7, True, np.float32(2.5)])
+    check(-1, [np.int64(4)])
+    check(0, [np.arange(2, dtype=np.int32), np.int64(9)], np.int64)
+
+
+@pytest.mark.parametrize("n_inputs", [1, 35, 100])
+def test_input_counts(n_inputs):
+    vectors = [np.arange(k % 4, dtype=np.float64) + k for k in range(n_inputs)]
+    check(0, vectors)
+    check(-1, vectors)
+    matrices = [np.full((2, 1 + k % 3), k, np.float64) for k in range(n_inputs)]
+    check(1, matrices)
+
+
+_dtypes = st.sampled_from([np.float64, np.int32, np.bool_])
+
+
+@st.composite
+def join_cases(draw):
+    ndim = draw(st.integers(1, 3))
+    axis = draw(st.integers(-ndim, ndim - 1))
+    n_inputs = draw(st.integers(1, 3))
+    base = draw(hnp.array_shapes(min_dims=ndim, max_dims=ndim, min_side=0, max_side=4))
+    arrays = []
+    for _ in range(n_inputs):
+        shape = list(base)
+        shape[axis] = draw(st.integers(0, 4))
+        # Draw a bigger array and slice it, so inputs come in C, F and strided layouts.
+        layout = draw(st.sampled_from(["C", "F", "reversed", "step"]))
+        big = [2 * s if layout == "step" else s for s in shape]
+        values = draw(hnp.arrays(draw(_dtypes), big, elements={"min_value": 0, "max_value": 1}))
+        views = {"C": values, "F": np.asfortranarray(values), "reversed": values[::-1],
+                 "step": values[tuple(slice(None, None, 2) for _ in shape)]}
+        arrays.append(views[layout])
+    return axis, arrays, draw(st.sampled_from([np.float64, np.int64]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(join_cases())
+def test_matches_numpy_concatenate(case):
+    check(*case)
+
+
+def test_mismatched_size_names_input_dimension_and_axis():
+    arrays = [np.zeros((2, 3)), np.zeros((2, 1)), np.zeros((3, 2))]
+    message = "Join: input 2 has size 3 along dimension 0, but input 0 has size 2 (join axis 1)"
+    with pytest.raises(ValueError, match=re.escape(message)) as info:
+        joiner(np.float64)(-1, *arrays)
+    assert isinstance(info.value, JoinShapeError)
+    message = "Join: input 1 has size 4 along dimension 2, but input 0 has size 2 (join axis 0)"
+    with pytest.raises(ValueError, match=re.escape(message)):
+        joiner(np.float64)(0, np.zeros((1, 2, 2)), np.zeros((1, 2, 4)))
+
+
+@numba.njit(cache=False)
+def concatenate_pair(axis, a, b):
+    return np.concatenate((a, b), axis)
+
+
+@pytest.mark.parametrize("axis", [2, -3, 100])
+def test_bad_axis_raises_what_numba_concatenate_raises(axis):
+    arrays = (np.zeros((2, 2)), np.zeros((2, 2)))
+    with pytest.raises(Exception) as numba_error:
+        concatenate_pair(axis, *arrays)
+    with pytest.raises(numba_error.type, match=f"axis {axis} is out of bounds"):
+        joiner(np.float64)(axis, *arrays)
+
+
+def test_mismatched_ndim_is_a_typing_error():
+    with pytest.raises(TypingError, match="input 1 has 2 dimensions, but input 0 has 1"):
+        joiner(np.float64)(0, np.zeros(2), np.zeros((2, 2)))
+    with pytest.raises(TypingError, match="scalars join only as 1-d"):
+        joiner(np.float64)(0, np.zeros((2, 2)), 1.0)
+
+
+# ---------------------------------------------------------------- IR
+
+
+_ARRAY_1D = types.Array(types.float64, 1, "C")
+_STRUCT_1D = "{i8*, i8*, i64, i64, double*, [1 x i64], [1 x i64]}"
+
+
+def test_store_entry_emits_ten_instructions_per_array():
+    context = cpu_target.target_context
+    module = ir.Module("store_entry")
+    fnty = ir.FunctionType(ir.VoidType(), [context.get_value_type(_ARRAY_1D)])
+    fn = ir.Function(module, fnty, "store_entry")
+    builder = ir.IRBuilder(fn.append_basic_block("entry"))
+    table = _alloca_table(builder, 1, 1)
+    _store_entry(context, builder, table, 0, _ARRAY_1D, fn.args[0])
+    builder.ret_void()
+    per_input = str(fn).split('store i64 0, i64* %"join.offsets"\n')[1]
+    assert per_input == (
+        f'  %".7" = extractvalue {_STRUCT_1D} %".1", 4\n'
+        f'  %".8" = extractvalue {_STRUCT_1D} %".1", 5\n'
+        f'  %".9" = extractvalue {_STRUCT_1D} %".1", 6\n'
+        '  %".10" = bitcast double* %".7" to i8*\n'
+        '  %".11" = getelementptr i8*, i8** %"join.data", i64 0\n'
+        '  store i8* %".10", i8** %".11"\n'
+        '  %".13" = getelementptr [1 x i64], [1 x i64]* %"join.shapes", i64 0\n'
+        '  store [1 x i64] %".8", [1 x i64]* %".13"\n'
+        '  %".15" = getelementptr [1 x i64], [1 x i64]* %"join.strides", i64 0\n'
+        '  store [1 x i64] %".9", [1 x i64]* %".15"\n'
+        "  ret void\n"
+        "}\n"
+    )
+    llvm.parse_assembly(str(module)).verify()
+
+
+def emit_join_module(in_types):
+    """A fresh module with one numba-convention function whose body is ``_emit_join``."""
+    # What numba's lowering sets up: NRT for the output, an environment name for the exceptions.
+    context = cpu_target.target_context.subtarget(
+        enable_nrt=True, fndesc=SimpleNamespace(env_name="emit_join.env"), environment=Environment({})
+    )
+    context.refresh()  # load the lowering registries, as a compile would
+    arg_types = [types.intp, types.Tuple(in_types)]
+    out_type = types.Array(types.float64, 1, "C")
+    module = ir.Module("emit_join")
+    fn = ir.Function(module, context.call_conv.get_function_type(out_type, arg_types), "join")
+    builder = ir.IRBuilder(fn.append_basic_block("entry"))
+    axis, arrays = context.get_arg_packer(arg_types).from_arguments(
+        builder, context.call_conv.get_arguments(fn)
+    )
+    values = cgutils.unpack_tuple(builder, arrays, len(in_types))
+    # The allocator helper is compiled on demand, with the flags and into the library of the
+    # compile in progress.
+    flags = Flags()
+    flags.nrt = True
+    library = context.codegen().create_library("emit_join")
+    with ConfigStack().enter(flags), context.push_code_library(library):
+        out = _emit_join(context, builder, axis, in_types, values, out_type)
+    context.call_conv.return_value(builder, out)
+    return module
+
+
+def test_emit_join_ir_is_one_table_and_shared_loops():
+    int_vector = types.Array(types.int32, 1, "A")
+    module = emit_join_module([_ARRAY_1D, int_vector, _ARRAY_1D])
+    llvm.parse_assembly(str(module)).verify()
+    text = str(module.get_global("join"))
+    entry = text.split("\n\n")[0]
+    for table in ('%"join.data" = alloca i8*, i64 3', '%"join.shapes" = alloca [1 x i64], i64 3',
+                  '%"join.strides" = alloca [1 x i64], i64 3', '%"join.offsets" = alloca i64, i64 3'):
+        assert table in entry
+    # Two dtype groups: a member table of the float64 inputs and one of the int32 input.
+    assert "store [2 x i64] [i64 0, i64 2]" in text
+    assert "store [1 x i64] [i64 1]" in text
+    assert "sitofp i32" in text
+    # One validation loop + per dtype group (member loop, contiguous run, strided run).
+    assert len(re.findall(r"^for\.cond[.\d]*:$", text, re.MULTILINE)) == 1 + 2 * 3
+    # Each input stores its shape once, at its constant table index.
+    assert re.findall(r'join\.shapes", (i64 \d+)$', text, re.MULTILINE) == ["i64 0", "i64 1", "i64 2"]
+
+
+class _UnoptimizedIR:
+    """Collects the unoptimized IR numba hands to its code libraries."""
+
+    def __enter__(self):
+        self.modules = []
+        self._original = CPUCodeLibrary.add_ir_module
+
+        def add_ir_module(library, module):
+            self.modules.append(str(module))
+            return self._original(library, module)
+
+        CPUCodeLibrary.add_ir_module = add_ir_module
+        return self
+
+    def __exit__(self, *exc):
+        CPUCodeLibrary.add_ir_module = self._original
+
+
+def kernel_functions(ir_text, name):
+    """The njit function ``name`` itself, not its CPython or cfunc wrappers."""
+    module = llvm.parse_assembly(ir_text)
+    return [
+        fn for fn in module.functions
+        if not fn.is_declaration and name in fn.name and "cpython" not in fn.name and not fn.name.startswith("cfunc.")
+    ]
+
+
+def instruction_count(fn):
+    return sum(len(list(block.instructions)) for block in fn.blocks)
+
+
+def loop_headers(fn):
+    """Targets of the back edges found by a depth-first walk of the control-flow graph."""
+    blocks = {block.name: block for block in fn.blocks}
+    assert "" not in blocks, "unnamed blocks: cannot follow edges"
+
+    def successors(name):
+        terminator = list(blocks[name].instructions)[-1]
+        return [op.name for op in terminator.operands if op.value_kind == llvm.ValueKind.basic_block]
+
+    entry = next(iter(blocks))
+    headers, visited, on_path = set(), {entry}, {entry}
+    stack = [(entry, iter(successors(entry)))]
+    while stack:
+        name, pending = stack[-1]
+        target = next(pending, None)
+        if target is None:
+            on_path.discard(name)
+            stack.pop()
+        elif target in on_path:
+            headers.add(target)
+        elif target not in visited:
+            visited.add(target)
+            on_path.add(target)
+            stack.append((target, iter(successors(target))))
+    return headers
+
+
+def compile_wide_join(n_inputs):
+    @numba.njit(cache=False)
+    def wide_join_kernel(*arrays):
+        return linear_join(0, arrays, np.float64)
+
+    vectors = [np.arange(3.0)] * n_inputs
+    with _UnoptimizedIR() as unoptimized:
+        np.testing.assert_array_equal(wide_join_kernel(*vectors), np.concatenate(vectors))
+    [signature] = wide_join_kernel.signatures
+    [kernel] = [fn for text in unoptimized.modules for fn in kernel_functions(text, "wide_join_kernel")]
+    [optimized] = kernel_functions(wide_join_kernel.inspect_llvm(signature), "wide_join_kernel")
+    return instruction_count(kernel), loop_headers(optimized)
+
+
+def test_ir_and_loops_grow_linearly_with_input_count():
+    size_32, loops_32 = compile_wide_join(32)
+    size_64, loops_64 = compile_wide_join(64)
+    assert size_64 / size_32 < 2.2
+    # The validation loop and one copy loop nest, which LLVM vectorizes and unrolls into a few
+    # more (vector body, epilogue, remainder): a bound independent of the input count.
+    assert 2 <= len(loops_32) <= 12
+    assert 2 <= len(loops_64) <= 12

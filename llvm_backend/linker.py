@@ -1,21 +1,15 @@
-"""The LLVM linker: PyTensor's Numba linker, with every node lowered through our dispatch."""
-
-from hashlib import sha256
+"""The LLVM linker: PyTensor's Numba linker, with every node lowered through our dispatch and the graph
+function written by ``llvm_backend.codegen`` so that its IR grows linearly with the graph's width."""
 
 from pytensor import config
-from pytensor.graph.basic import Constant
 from pytensor.link.numba.cache import compile_numba_function_src
-from pytensor.link.numba.dispatch.basic import (
-    cache_key_for_constant,
-    numba_njit,
-    numba_typify,
-)
+from pytensor.link.numba.dispatch.basic import numba_njit
 from pytensor.link.numba.linker import NumbaLinker
-from pytensor.link.utils import fgraph_to_python
 
+from llvm_backend.codegen import graph_cache_key, graph_source
 from llvm_backend.dispatch import CODEGEN_VERSION, llvm_funcify_and_cache_key
 
-__all__ = ["REWRITE_TAG", "LLVMLinker", "funcify_fgraph"]
+__all__ = ["REWRITE_TAG", "LLVMLinker", "cacheable"]
 
 REWRITE_TAG = "llvm_backend"
 """The tag of our rewrites in PyTensor's ``optdb``; only the LLVM mode requests it."""
@@ -40,46 +34,41 @@ def cacheable(jitable, cache_key: str | None):
     return numba_njit(wrapper, cache=True), cache_key
 
 
-def funcify_fgraph(fgraph, fgraph_name="llvm_funcified_fgraph", **kwargs):
-    """Generate and jit the Python function that runs ``fgraph``, and its cache key.
-
-    Each node becomes a call to its numba function (``llvm_funcify_and_cache_key``); the graph's key combines
-    every node's key with where its inputs come from, and is ``None`` if any node is uncacheable.
-    """
-    coords = {inp: (0, i) for i, inp in enumerate(fgraph.inputs)}
-    for i, node in enumerate(fgraph.toposort(), start=1):
-        coords |= {out: (i, j) for j, out in enumerate(node.outputs)}
-    node_keys = []
-
-    def convert_op(op, *args, node, **kwargs):
-        func, key = cacheable(*llvm_funcify_and_cache_key(op, node=node, **kwargs))
-        node_keys.append(None if key is None else (tuple(coords[i] for i in node.inputs), key))
-        return func
-
-    def convert_value(value, variable, **kwargs):
-        if isinstance(variable, Constant):
-            coords[variable] = (-1, cache_key_for_constant(value))
-        return numba_typify(value, variable=variable, **kwargs)
-
-    py_func = fgraph_to_python(
-        fgraph,
-        op_conversion_fn=convert_op,
-        type_conversion_fn=convert_value,
-        fgraph_name=fgraph_name,
-        **kwargs,
-    )
-    key = None
-    if None not in node_keys:
-        outputs = tuple(coords[out] for out in fgraph.outputs)
-        desc = (REWRITE_TAG, CODEGEN_VERSION, tuple(node_keys), len(fgraph.inputs), outputs)
-        key = sha256(repr(desc).encode()).hexdigest()
-    return numba_njit(py_func), key
-
-
 class LLVMLinker(NumbaLinker):
-    """A `NumbaLinker` whose nodes are lowered by ``llvm_funcify_and_cache_key``."""
+    """A `NumbaLinker` whose nodes are lowered by ``llvm_funcify_and_cache_key``.
+
+    Constants that numba could only embed as dynamic globals are passed to the graph function as
+    trailing arguments (``constant_params``), so the function stays cacheable on disk.
+    """
 
     required_rewrites = (*NumbaLinker.required_rewrites, REWRITE_TAG)
+    constant_params: list = []
 
-    def fgraph_convert(self, fgraph, **kwargs):
-        return cacheable(*funcify_fgraph(fgraph, **kwargs))
+    def fgraph_convert(self, fgraph, storage_map=None, **kwargs):
+        def convert_node(node):
+            return cacheable(*llvm_funcify_and_cache_key(node.op, node=node, storage_map=storage_map))
+
+        graph = graph_source(fgraph, convert_node)
+        key = graph_cache_key(graph, (REWRITE_TAG, CODEGEN_VERSION, config.numba__fastmath))
+        self.constant_params = graph.constant_params
+        py_fn = compile_numba_function_src(
+            graph.source,
+            graph.name,
+            global_env=graph.global_env,
+            cache_key=key if config.numba__cache else None,
+        )
+        return py_fn, key
+
+    def jit_compile(self, fn_and_key):
+        py_fn, key = fn_and_key
+        # PyTensor calls the function through its CPython wrapper only; the C-callable wrapper
+        # numba would also build is unused, and for wide signatures it costs as much as the kernel.
+        return numba_njit(
+            py_fn,
+            final_function=True,
+            no_cfunc_wrapper=True,
+            cache=key is not None and config.numba__cache,
+        )
+
+    def create_thunk_inputs(self, storage_map):
+        return super().create_thunk_inputs(storage_map) + [[v] for _, v in self.constant_params]

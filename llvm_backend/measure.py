@@ -10,17 +10,21 @@
 - ``allocations_per_call(fn, inputs)``: NRT MemInfo allocations per call, total and net of the one
   MemInfo numba makes to unbox each ndarray argument.
 - ``time_per_call(fn, inputs)`` / ``times_per_call(cases)``: seconds per call of the raw numba function,
-  medians of (interleaved) timeit rounds.
+  medians of (interleaved) timeit rounds; ``seconds_per_call(calls)`` does the same for any callables.
+- ``compile_recording_ir(dispatcher, arg_types)``: compile any numba dispatcher, keeping its unoptimized IR;
+  ``kernel_sizes(kernel)`` and ``nrt_allocations_per_call(call)`` measure it and its calls.
 """
 
 import statistics
 import timeit
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
 from unittest import mock
 
 import llvmlite.binding as llvm
 import numpy as np
+from numba import typeof
 from numba.core.codegen import CPUCodeLibrary
 from numba.core.registry import CPUDispatcher
 from numba.core.runtime import _nrt_python, rtsys
@@ -31,13 +35,18 @@ from pytensor.link.numba.linker import NumbaLinker
 __all__ = [
     "Allocations",
     "Kernel",
+    "KernelSizes",
     "UnoptimizedIR",
     "allocations_per_call",
+    "compile_recording_ir",
     "function_instruction_count",
     "kernel_instruction_count",
     "kernel_ir",
+    "kernel_sizes",
     "numba_dispatcher",
+    "nrt_allocations_per_call",
     "prepare_inputs",
+    "seconds_per_call",
     "time_per_call",
     "times_per_call",
     "uncached_kernel",
@@ -53,11 +62,19 @@ def numba_dispatcher(fn) -> CPUDispatcher:
 
 
 def prepare_inputs(fn, inputs) -> list:
-    """``inputs`` converted the way ``fn`` converts them before calling its numba function."""
-    variables = [i.variable for i in fn.maker.inputs if not i.shared]
-    if len(inputs) != len(variables):
-        raise ValueError(f"{fn} takes {len(variables)} inputs, got {len(inputs)}")
-    return [var.type.filter(value) for var, value in zip(variables, inputs, strict=True)]
+    """The arguments ``fn`` passes its numba function when called with ``inputs``.
+
+    ``inputs`` are converted by their types' ``filter``, as ``fn`` does; shared variables and any
+    constants the linker passes as arguments come from ``fn``'s own storage.
+    """
+    cells = fn.vm.inputs
+    explicit = [i for i, spec in enumerate(fn.maker.inputs) if not spec.shared]
+    if len(inputs) != len(explicit):
+        raise ValueError(f"{fn} takes {len(explicit)} inputs, got {len(inputs)}")
+    args = [cell[0] for cell in cells]
+    for i, value in zip(explicit, inputs, strict=True):
+        args[i] = fn.maker.inputs[i].variable.type.filter(value)
+    return args
 
 
 @dataclass(frozen=True)
@@ -92,26 +109,30 @@ def _capture_unoptimized_ir():
         yield modules
 
 
-def _argument_types(fn) -> tuple:
-    variables = [i.variable for i in fn.maker.inputs]
-    return tuple(get_numba_type(var.type, layout="C") for var in variables)
-
-
 def uncached_kernel(fn, arg_types: tuple | None = None) -> Kernel:
-    """Recompile ``fn``'s graph with its own linker and the numba cache off.
+    """Recompile ``fn``'s graph with a fresh linker of its kind and the numba cache off.
 
-    ``arg_types`` defaults to C-contiguous arrays of the inputs' types (what fresh ndarrays give).
-    Numba functions already compiled in this process (helpers shared across graphs) are reused,
-    so their IR is not in ``unoptimized_modules``.
+    ``arg_types`` defaults to C-contiguous arrays of the graph inputs' types (what fresh ndarrays
+    give), then the types of any constants the linker passes as arguments. Numba functions already
+    compiled in this process (helpers shared across graphs) are reused, so their IR is not in
+    ``unoptimized_modules``.
     """
-    linker = fn.maker.linker
-    arg_types = _argument_types(fn) if arg_types is None else tuple(arg_types)
+    linker = type(fn.maker.linker)()
     with config.change_flags(numba__cache=False):
         converted = linker.fgraph_convert(fn.maker.fgraph)
         dispatcher = linker.jit_compile(converted)
-        with _capture_unoptimized_ir() as modules:
-            dispatcher.compile(arg_types)
-    return Kernel(dispatcher, arg_types, tuple(modules))
+        if arg_types is None:
+            graph_types = [get_numba_type(var.type, layout="C") for var in fn.maker.fgraph.inputs]
+            constants = [typeof(value) for _, value in getattr(linker, "constant_params", ())]
+            arg_types = (*graph_types, *constants)
+        return compile_recording_ir(dispatcher, arg_types)
+
+
+def compile_recording_ir(dispatcher, arg_types) -> Kernel:
+    """Compile ``dispatcher`` for ``arg_types``, keeping the unoptimized IR numba emits meanwhile."""
+    with _capture_unoptimized_ir() as modules:
+        dispatcher.compile(tuple(arg_types))
+    return Kernel(dispatcher, tuple(arg_types), tuple(modules))
 
 
 def function_instruction_count(ir_text: str, name: str) -> int:
@@ -143,7 +164,10 @@ class UnoptimizedIR:
 
 def unoptimized_ir_size(fn) -> UnoptimizedIR:
     """Instruction counts of ``fn``'s IR as numba emits it, before LLVM optimization."""
-    kernel = uncached_kernel(fn)
+    return _unoptimized_counts(uncached_kernel(fn))
+
+
+def _unoptimized_counts(kernel: Kernel) -> UnoptimizedIR:
     kernel_count = total = 0
     for text in kernel.unoptimized_modules:
         for function in llvm.parse_assembly(text).functions:
@@ -154,6 +178,22 @@ def unoptimized_ir_size(fn) -> UnoptimizedIR:
             if function.name == kernel.name:
                 kernel_count = count
     return UnoptimizedIR(kernel=kernel_count, total=total)
+
+
+@dataclass(frozen=True)
+class KernelSizes:
+    optimized_kernel: int
+    """Instructions in the optimized kernel function (what ``kernel_instruction_count`` counts)."""
+    unoptimized: UnoptimizedIR
+    """Instructions numba emitted before LLVM optimized them."""
+
+
+def kernel_sizes(kernel: Kernel) -> KernelSizes:
+    """IR sizes of an already compiled ``kernel``, optimized and unoptimized, without recompiling it."""
+    return KernelSizes(
+        optimized_kernel=function_instruction_count(kernel.optimized_ir, kernel.name),
+        unoptimized=_unoptimized_counts(kernel),
+    )
 
 
 @dataclass(frozen=True)
@@ -183,14 +223,20 @@ def allocations_per_call(fn, inputs, n_calls: int = 100) -> Allocations:
     """NRT heap allocations per call of ``fn``'s numba function on ``inputs``."""
     args = prepare_inputs(fn, inputs)
     jit_fn = numba_dispatcher(fn)
-    jit_fn(*args)  # compile outside the counted window
+    total = nrt_allocations_per_call(lambda: jit_fn(*args), n_calls)
+    unboxing = sum(isinstance(a, np.ndarray) for a in args)
+    return Allocations(total=total, unboxing=unboxing)
+
+
+def nrt_allocations_per_call(call: Callable[[], object], n_calls: int = 100) -> float:
+    """NRT MemInfo allocations per call of ``call()``, a call of some numba function (called once first)."""
+    call()  # compile outside the counted window
     with _nrt_stats():
         before = rtsys.get_allocation_stats().mi_alloc
         for _ in range(n_calls):
-            jit_fn(*args)
+            call()
         after = rtsys.get_allocation_stats().mi_alloc
-    unboxing = sum(isinstance(a, np.ndarray) for a in args)
-    return Allocations(total=(after - before) / n_calls, unboxing=unboxing)
+    return (after - before) / n_calls
 
 
 def times_per_call(cases: dict, rounds: int = 9) -> dict:
@@ -199,14 +245,26 @@ def times_per_call(cases: dict, rounds: int = 9) -> dict:
     ``cases`` maps a label to ``(fn, inputs)``. Each round times every case once (timeit, with the
     loop count timeit's autorange picked for that case), so load on a noisy machine hits all alike.
     """
-    timers = {}
+    calls = {}
     for label, (fn, inputs) in cases.items():
         args = prepare_inputs(fn, inputs)
         jit_fn = numba_dispatcher(fn)
-        jit_fn(*args)
-        timer = timeit.Timer(lambda jit_fn=jit_fn, args=args: jit_fn(*args))
+        calls[label] = lambda jit_fn=jit_fn, args=args: jit_fn(*args)
+    return seconds_per_call(calls, rounds)
+
+
+def seconds_per_call(calls: dict[str, Callable[[], object]], rounds: int = 9) -> dict:
+    """Seconds per call of each labelled zero-argument callable, as medians of interleaved rounds.
+
+    Each callable is called once first (numba compiles on the first call), then timed like
+    ``times_per_call`` times raw numba functions: timeit, with the loop count its autorange picked.
+    """
+    timers = {}
+    for label, call in calls.items():
+        call()
+        timer = timeit.Timer(call)
         timers[label] = (timer, timer.autorange()[0])
-    samples = {label: [] for label in cases}
+    samples = {label: [] for label in calls}
     for _ in range(rounds):
         for label, (timer, number) in timers.items():
             samples[label].append(timer.timeit(number) / number)

@@ -61,15 +61,15 @@ def test_allocations_count_every_intermediate_buffer():
     assert allocations_per_call(fn, [np.ones(4)]).net == 2
 
 
-def test_kernel_ir_is_the_real_kernel_not_the_cache_stub(doubled):
-    # Under the default cache the dispatcher is a `*args` wrapper; the kernel is recompiled uncached.
+@pytest.mark.parametrize("mode, graph_fn", [("NUMBA", "numba_funcified_fgraph"), ("LLVM", "llvm_graph_fn")])
+def test_kernel_ir_is_the_real_kernel_not_the_cache_stub(doubled, mode, graph_fn):
+    # Under the default cache stock's dispatcher is a `*args` wrapper; the kernel is recompiled uncached.
     assert pytensor.config.numba__cache
-    for fn in doubled.values():
-        text = kernel_ir(fn)
-        assert text.lstrip().startswith("define")
-        assert "funcified_fgraph" in text.split("{", 1)[0]
-        assert "numba_funcify_Elemwise" in text  # the graph's own node, called from the kernel
-        assert "PyObject" not in text and "cpython" not in text.split("{", 1)[0]
+    text = kernel_ir(doubled[mode])
+    assert text.lstrip().startswith("define")
+    assert graph_fn in text.split("{", 1)[0]
+    assert "numba_funcify_Elemwise" in text  # the graph's own node, called from the kernel
+    assert "PyObject" not in text and "cpython" not in text.split("{", 1)[0]
 
 
 def test_instruction_counts_grow_with_the_graph():
@@ -93,3 +93,16 @@ def test_times_per_call_are_positive_and_labelled(doubled):
     assert set(times) == set(MODES)
     assert all(0 < t < 1 for t in times.values())
     assert 0 < time_per_call(doubled["LLVM"], [np.ones(8)], rounds=3) < 1
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_shared_variables_and_constant_arguments_are_passed(mode):
+    x = pt.dvector("x")
+    w = pytensor.shared(np.full(3, 2.0), name="w")
+    # A non-contiguous constant: stock embeds it as a dynamic global, LLVM passes it as an argument.
+    strided = pt.constant(np.arange(12.0).reshape(3, 4)[:, 1])
+    fn = pytensor.function([x], x * w + strided, mode=mode)
+    args = prepare_inputs(fn, [np.ones(3)])
+    np.testing.assert_array_equal(numba_dispatcher(fn)(*args)[0], fn(np.ones(3)))
+    assert allocations_per_call(fn, [np.ones(3)]).net == 1
+    assert kernel_instruction_count(fn) > 0

@@ -1,0 +1,54 @@
+"""Tuple helpers whose IR is linear in the number of items.
+
+CPython compiles a tuple display or call with more than 30 items into ``BUILD_LIST`` + ``LIST_TO_TUPLE``,
+which numba's peephole turns into a chain of tuple additions: O(n²) IR. Generated code instead builds
+groups of at most 30 items and joins them with ``flatten_tuple``.
+"""
+
+from numba.core import types
+from numba.core.imputils import impl_ret_borrowed
+from numba.extending import intrinsic
+
+__all__ = ["flatten_tuple"]
+
+
+def _flat_type(nested):
+    if not isinstance(nested, types.BaseTuple):
+        return None
+    if not all(isinstance(group, types.BaseTuple) for group in nested):
+        return None
+    return types.BaseTuple.from_types([item for group in nested for item in group])
+
+
+def _emit_flatten(context, builder, nested_type, flat_type, nested):
+    items = []
+    for i, group_type in enumerate(nested_type):
+        group = builder.extract_value(nested, i)
+        items.extend(builder.extract_value(group, j) for j in range(len(group_type)))
+    return context.make_tuple(builder, flat_type, items)
+
+
+@intrinsic
+def flatten_tuple(typingctx, nested):
+    """``((a, b), (c,))`` -> ``(a, b, c)``: one ``extractvalue`` and one ``insertvalue`` per item.
+
+    For ``flatten_tuple(((x0, x1), (x2,)))`` of three float64 values the emitted IR is::
+
+        %g0 = extractvalue {{double, double}, {double}} %nested, 0
+        %x0 = extractvalue {double, double} %g0, 0
+        %x1 = extractvalue {double, double} %g0, 1
+        %g1 = extractvalue {{double, double}, {double}} %nested, 1
+        %x2 = extractvalue {double} %g1, 0
+        %t0 = insertvalue {double, double, double} undef, double %x0, 0
+        %t1 = insertvalue {double, double, double} %t0, double %x1, 1
+        %t2 = insertvalue {double, double, double} %t1, double %x2, 2
+    """
+    flat_type = _flat_type(nested)
+    if flat_type is None:
+        return None
+
+    def codegen(context, builder, signature, args):
+        flat = _emit_flatten(context, builder, signature.args[0], signature.return_type, args[0])
+        return impl_ret_borrowed(context, builder, signature.return_type, flat)
+
+    return flat_type(nested), codegen

@@ -8,6 +8,7 @@ Importing this package registers the PyTensor mode "LLVM" (also reachable as "ll
 Users of other modes ("NUMBA", "FAST_RUN", "CVM", ...) see no change from the import.
 """
 
+from llvm_backend import lowerings  # noqa: F401  (registers our lowerings)
 from llvm_backend.dispatch import LOWERINGS, llvm_funcify_and_cache_key, register_lowering
 from llvm_backend.linker import LLVMLinker
 from llvm_backend.mode import LLVM, MODE_NAME, llvm_rewrites, register

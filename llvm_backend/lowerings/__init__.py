@@ -1,0 +1,5 @@
+"""Our lowerings of PyTensor ops, one module per op family; importing registers them in ``LOWERINGS``."""
+
+from llvm_backend.lowerings import join
+
+__all__ = ["join"]

@@ -1,0 +1,73 @@
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import llvm_backend
+from intrinsics.join import linear_join
+from llvm_backend.testing import compare_llvm_numba_and_py
+from pytensor.tensor.basic import Join
+
+
+def test_join_is_lowered_by_linear_join():
+    assert llvm_backend.LOWERINGS[Join] is linear_join
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2, -1, -2, -3])
+def test_join_3d_every_axis_with_mixed_layouts(axis):
+    a, b, c = pt.dtensor3("a"), pt.dtensor3("b"), pt.dtensor3("c")
+    base = np.arange(2 * 3 * 4, dtype="float64").reshape(2, 3, 4)
+    values = [base, np.asfortranarray(base + 100), (base[::-1, :, ::-1] * 2).copy()[::-1]]
+    compare_llvm_numba_and_py([a, b, c], pt.join(axis, a, b, c), values)
+
+
+def test_join_with_runtime_axis_and_upcast():
+    axis = pt.lscalar("axis")
+    x, y, z = pt.ivector("x"), pt.dvector("y"), pt.bvector("z")
+    values = [0, np.arange(3, dtype="int32"), np.linspace(0, 1, 2), np.array([1, -1], dtype="int8")]
+    fn, out = compare_llvm_numba_and_py([axis, x, y, z], pt.join(axis, x, y, z), values)
+    assert out.dtype == np.float64 and out.shape == (7,)
+
+
+def test_join_of_strided_and_empty_inputs():
+    x, y, z = pt.dmatrix("x"), pt.dmatrix("y"), pt.dmatrix("z")
+    big = np.arange(48.0).reshape(6, 8)
+    values = [big[::2, ::-3], np.empty((0, 3)), big[1::2, 1::3]]
+    compare_llvm_numba_and_py([x, y, z], pt.join(0, x, y, z), values)
+
+
+@pytest.mark.parametrize("mode", ["NUMBA", "LLVM"])
+def test_mismatched_shapes_raise_value_error_like_stock(mode):
+    x, y = pt.dmatrix("x"), pt.dmatrix("y")
+    fn = pytensor.function([x, y], pt.join(0, x, y), mode=mode)
+    with pytest.raises(ValueError):
+        fn(np.ones((2, 3)), np.ones((2, 4)))
+
+
+def test_mismatch_message_names_input_and_axis():
+    x, y, z = pt.dmatrix("x"), pt.dmatrix("y"), pt.dmatrix("z")
+    fn = pytensor.function([x, y, z], pt.join(1, x, y, z), mode="LLVM")
+    with pytest.raises(ValueError, match=r"input 2 has size 5 along dimension 0.*join axis 1"):
+        fn(np.ones((2, 3)), np.ones((2, 1)), np.ones((5, 3)))
+
+
+def test_axis_out_of_range_raises_like_stock():
+    axis, x = pt.lscalar("axis"), pt.dvector("x")
+    for mode in ("NUMBA", "LLVM"):
+        fn = pytensor.function([axis, x], pt.join(axis, x, x), mode=mode)
+        # Stock raises IndexError; we raise numpy's AxisError (an IndexError and a ValueError), as py does.
+        with pytest.raises(IndexError, match="out of bounds"):
+            fn(1, np.ones(2))
+
+
+
+@settings(max_examples=15, deadline=None)
+@given(rows=st.lists(st.integers(0, 4), min_size=1, max_size=4), cols=st.integers(1, 3), data=st.data())
+def test_join_matches_py_and_numba_on_random_ragged_inputs(rows, cols, data):
+    flip = data.draw(st.lists(st.booleans(), min_size=len(rows), max_size=len(rows)))
+    values = [np.arange(r * cols, dtype="float64").reshape(r, cols) for r in rows]
+    values = [v[::-1] if f else np.asfortranarray(v) for v, f in zip(values, flip, strict=True)]
+    inputs = [pt.dmatrix(f"x{i}") for i in range(len(values))]
+    compare_llvm_numba_and_py(inputs, pt.join(0, *inputs), values)

@@ -9,29 +9,10 @@ from pytensor.link.numba.linker import NumbaLinker
 from llvm_backend.codegen import graph_cache_key, graph_source
 from llvm_backend.dispatch import CODEGEN_VERSION, llvm_funcify_and_cache_key
 
-__all__ = ["REWRITE_TAG", "LLVMLinker", "cacheable"]
+__all__ = ["REWRITE_TAG", "LLVMLinker"]
 
 REWRITE_TAG = "llvm_backend"
 """The tag of our rewrites in PyTensor's ``optdb``; only the LLVM mode requests it."""
-
-
-def cacheable(jitable, cache_key: str | None):
-    """Wrap ``jitable`` so numba caches it on disk under ``cache_key``, when caching is on.
-
-    PyTensor's cache locator only finds functions compiled from registered source, so the
-    function is re-exposed through a one-line generated wrapper registered under the key.
-    """
-    if cache_key is None or not config.numba__cache:
-        return jitable, None
-    name = jitable.__name__
-    wrapper = compile_numba_function_src(
-        src=f"def {name}(*args): return jitable(*args)",
-        function_name=name,
-        # numba rebuilds a cached function's environment by importing its module by name
-        global_env={"__name__": __name__, "jitable": jitable},
-        cache_key=f"{cache_key}_fastmath{int(config.numba__fastmath)}",
-    )
-    return numba_njit(wrapper, cache=True), cache_key
 
 
 class LLVMLinker(NumbaLinker):
@@ -46,7 +27,7 @@ class LLVMLinker(NumbaLinker):
 
     def fgraph_convert(self, fgraph, storage_map=None, **kwargs):
         def convert_node(node):
-            return cacheable(*llvm_funcify_and_cache_key(node.op, node=node, storage_map=storage_map))
+            return llvm_funcify_and_cache_key(node.op, node=node, storage_map=storage_map)
 
         graph = graph_source(fgraph, convert_node)
         key = graph_cache_key(graph, (REWRITE_TAG, CODEGEN_VERSION, config.numba__fastmath))

@@ -6,33 +6,46 @@ import textwrap
 
 COMPILE_AND_REPORT = textwrap.dedent(
     """
-    import json
+    import json, sys
     import numpy as np, pytensor, pytensor.tensor as pt
-    import llvm_backend
+    mode = sys.argv[1]
+    if mode == "LLVM":
+        import llvm_backend
     x, y = pt.dvector("x"), pt.dscalar("y")
-    fn = pytensor.function([x, y], [x.sum() * y, pt.concatenate([x, x]) + y], mode="LLVM")
-    total, joined = fn(np.arange(4.0), 3.0)
+    fn = pytensor.function([x, y], [x.sum() * y, pt.concatenate([x, x]) + y, x.max()], mode=mode)
+    total, joined, top = fn(np.arange(4.0), 3.0)
     stats = fn.vm.jit_fn.stats
     print(json.dumps({
-        "values": [total.tolist(), joined.tolist()],
+        "values": [total.tolist(), joined.tolist(), top.tolist()],
         "hits": sum(stats.cache_hits.values()),
         "misses": sum(stats.cache_misses.values()),
+        "llvm_backend_imported": "llvm_backend" in sys.modules,
     }))
     """
 )
+EXPECTED = [18.0, [3.0, 4.0, 5.0, 6.0] * 2, 3.0]
 
 
-def _run(compiledir):
+def _run(compiledir, mode):
     env = os.environ | {"PYTENSOR_FLAGS": f"base_compiledir={compiledir}"}
     done = subprocess.run(
-        [sys.executable, "-c", COMPILE_AND_REPORT], env=env, capture_output=True, text=True, timeout=600
+        [sys.executable, "-c", COMPILE_AND_REPORT, mode], env=env, capture_output=True, text=True, timeout=600
     )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.splitlines()[-1])
 
 
 def test_second_process_loads_the_llvm_function_from_the_disk_cache(tmp_path):
-    first, second = _run(tmp_path), _run(tmp_path)
-    assert first["values"] == second["values"] == [18.0, [3.0, 4.0, 5.0, 6.0] * 2]
+    first, second = _run(tmp_path, "LLVM"), _run(tmp_path, "LLVM")
+    assert first["values"] == second["values"] == EXPECTED
     assert (first["hits"], first["misses"]) == (0, 1)
     assert (second["hits"], second["misses"]) == (1, 0)
+
+
+def test_stock_numba_never_loads_our_entries(tmp_path):
+    # The same graph under LLVM, then NUMBA in a process that never imports llvm_backend: the shared
+    # cache must not hand stock code of ours (it could not even import it).
+    _run(tmp_path, "LLVM")
+    stock = _run(tmp_path, "NUMBA")
+    assert stock["values"] == EXPECTED
+    assert not stock["llvm_backend_imported"]

@@ -9,6 +9,7 @@ which it shares with ``mode="NUMBA"``. PyTensor's dispatch tables are never touc
 
 from collections.abc import Callable
 from functools import singledispatch, wraps
+from hashlib import sha256
 
 from pytensor import config
 from pytensor.link.numba.cache import compile_numba_function_src
@@ -25,6 +26,7 @@ __all__ = [
     "llvm_funcify_and_cache_key",
     "lowering_cache_key",
     "register_lowering",
+    "wrapping_cache_key",
 ]
 
 # Bump when any lowering's generated code changes, so stale on-disk cache entries are not reused.
@@ -43,6 +45,13 @@ def llvm_funcify_and_cache_key(op, node=None, **kwargs) -> tuple[Callable, str |
 def lowering_cache_key(op, **extra) -> str:
     """A cache key for one of our lowerings: the op's props, salted so stock entries never collide."""
     return default_hash_key_from_props(op, llvm_backend=CODEGEN_VERSION, **extra)
+
+
+def wrapping_cache_key(stock_key: str | None, **extra) -> str | None:
+    """The key of a lowering that wraps stock's function whose key is ``stock_key`` (``None`` if that is)."""
+    if stock_key is None:
+        return None
+    return sha256(repr(("llvm_backend", CODEGEN_VERSION, stock_key, sorted(extra.items()))).encode()).hexdigest()
 
 
 def cacheable(jitable, cache_key: str | None):

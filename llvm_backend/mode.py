@@ -9,6 +9,7 @@ from pytensor.compile.mode import (
 from pytensor.graph.rewriting.db import RewriteDatabaseQuery, SequenceDB
 
 from llvm_backend.linker import REWRITE_TAG, LLVMLinker
+from llvm_backend.scalarize import ScalarizeGraph
 
 __all__ = ["LINKER_NAME", "LLVM", "MODE_NAME", "llvm_rewrites", "register"]
 
@@ -18,6 +19,7 @@ REWRITES_NAME = "llvm_backend_rewrites"
 
 llvm_rewrites = SequenceDB()
 """Rewrites run only in the LLVM mode (anything using `LLVMLinker`)."""
+llvm_rewrites.register("scalarize", ScalarizeGraph(), "fast_run", REWRITE_TAG, position=1)
 
 LLVM = Mode(
     linker=LLVMLinker(),

@@ -1,8 +1,13 @@
 """Differences between the PyTensor lines we support (2.38.x and 3.0.x), in one place."""
 
-try:
-    from pytensor.graph.fg import AbstractFunctionGraph as FunctionGraphBase
-except ImportError:  # PyTensor 2.38.x has no abstract base of FunctionGraph
-    from pytensor.graph.fg import FunctionGraph as FunctionGraphBase
+from pytensor.scalar import ScalarType
 
-__all__ = ["FunctionGraphBase"]
+__all__ = ["is_scalar_index"]
+
+
+def is_scalar_index(entry) -> bool:
+    """Whether a ``Subtensor.idx_list`` entry is one scalar index (not a slice).
+
+    3.0.x stores the position of the index among the node's inputs (an int); 2.38.x its ``ScalarType``.
+    """
+    return isinstance(entry, int | ScalarType)

@@ -24,6 +24,7 @@ from pytensor.tensor.elemwise import CAReduce, DimShuffle, Elemwise
 from pytensor.tensor.subtensor import Subtensor
 from pytensor.tensor.type import TensorType
 
+from llvm_backend._compat import is_scalar_index
 from llvm_backend.scalar_ops import JoinScalars, ScalarCAReduce, ScalarizedElemwise, ScalarSubtensor
 
 __all__ = ["SCALAR_REDUCTIONS", "ScalarizeGraph"]
@@ -62,7 +63,7 @@ def _reducible(node) -> bool:
 
 def _fully_indexed(node) -> bool:
     op = node.op
-    return type(op) is Subtensor and node.outputs[0].ndim == 0 and all(isinstance(i, int) for i in op.idx_list)
+    return type(op) is Subtensor and node.outputs[0].ndim == 0 and all(map(is_scalar_index, op.idx_list))
 
 
 class ScalarizeGraph(GraphRewriter):

@@ -1,0 +1,146 @@
+"""``python -m llvm_backend.conformance``: PyTensor's numba suite under stock NUMBA, then under LLVM.
+
+Both runs are pytest subprocesses in the extracted suite (its rootdir), with the same environment; the
+LLVM run adds ``-p llvm_backend.conformance.plugin --llvm-mode``. The runner prints a table of outcome
+counts from their JUnit reports and the tests that pass under stock but not under LLVM; it exits with
+1 if there is any, 2 if the LLVM run did not compile through `LLVMLinker`.
+"""
+
+import argparse
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from llvm_backend.conformance.junit import OUTCOMES, count, read_outcomes
+from llvm_backend.conformance.plugin import SUMMARY_PREFIX
+from llvm_backend.conformance.suite import (
+    DEFAULT_REPO,
+    default_cache_dir,
+    extract_suite,
+    installed_tag,
+    suite_environment,
+)
+
+__all__ = ["OUR_PACKAGES", "RUNS", "import_path", "main", "regressions", "table"]
+
+OUR_PACKAGES = ("llvm_backend", "intrinsics")
+"""The top-level packages of our distribution, which the LLVM run imports."""
+
+SUITE = "tests/link/numba"
+
+RUNS = {
+    "NUMBA": [],
+    "LLVM": ["-p", "llvm_backend.conformance.plugin", "--llvm-mode"],
+}
+"""Run name -> the pytest arguments that make it."""
+
+COMPILED = re.compile(rf"^{re.escape(SUMMARY_PREFIX)} LLVMLinker compiled (\d+) graphs.*$", re.MULTILINE)
+
+
+def parse_args(argv):
+    """The command line."""
+    parser = argparse.ArgumentParser(prog="python -m llvm_backend.conformance", description=__doc__)
+    parser.add_argument(
+        "--pytensor-repo",
+        default=DEFAULT_REPO,
+        help="a PyTensor git repository: a path (clone or bare mirror) or a URL (default: %(default)s)",
+    )
+    parser.add_argument("--tag", default=installed_tag(), help="the tag to test (default: %(default)s)")
+    parser.add_argument(
+        "--cache-dir", type=Path, default=default_cache_dir(), help="where the suite goes (default: %(default)s)"
+    )
+    parser.add_argument("-k", dest="keyword", help="pytest's -k expression")
+    parser.add_argument("files", nargs="*", default=[SUITE], help=f"test files or dirs (default: {SUITE})")
+    return parser.parse_args(argv)
+
+
+def resolve(tree: Path, name: str) -> str:
+    """A test path relative to the suite tree; a bare file name is looked up in ``tests/link/numba``."""
+    if (tree / name).exists() or not (tree / SUITE / name).exists():
+        return name
+    return f"{SUITE}/{name}"
+
+
+def import_path(links: Path) -> str:
+    """``PYTHONPATH`` for the runs: ``links``, holding a link to each of ``OUR_PACKAGES`` and nothing else,
+    then the caller's entries except those holding a ``tests`` package (our repository's would
+    shadow the suite's)."""
+    for name in OUR_PACKAGES:
+        (links / name).symlink_to(Path(importlib.util.find_spec(name).origin).parent)
+    inherited = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    kept = [entry for entry in inherited if entry and not Path(entry, "tests", "__init__.py").exists()]
+    return os.pathsep.join([str(links), *kept])
+
+
+def run_pytest(name: str, args: list[str], tree: Path, env: dict[str, str], logs: Path) -> str:
+    """Run pytest in ``tree``, echoing its output and saving it to ``logs/<name>.log``; return the output."""
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rfE", *args]
+    print(f"== {name}: {' '.join(command)}  (in {tree})", flush=True)
+    lines = []
+    with subprocess.Popen(command, cwd=tree, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
+        for line in proc.stdout:
+            sys.stdout.write(line)
+            lines.append(line)
+    output = "".join(lines)
+    (logs / f"{name}.log").write_text(output)
+    return output
+
+
+def regressions(stock: dict[str, str], llvm: dict[str, str]) -> dict[str, str]:
+    """Tests passing under stock that do not pass under LLVM -> their LLVM outcome (``missing`` if absent)."""
+    return {
+        test: llvm.get(test, "missing")
+        for test, outcome in stock.items()
+        if outcome == "passed" and llvm.get(test) != "passed"
+    }
+
+
+def table(results: dict[str, dict[str, str]]) -> str:
+    """A Markdown table of outcome counts, one row per run."""
+    rows = ["| run | " + " | ".join(OUTCOMES) + " | total |", "| --- |" + " ---: |" * (len(OUTCOMES) + 1)]
+    for name, outcomes in results.items():
+        counts = count(outcomes)
+        rows.append(f"| {name} | " + " | ".join(str(counts[o]) for o in OUTCOMES) + f" | {len(outcomes)} |")
+    return "\n".join(rows)
+
+
+def run_suite(args, tree: Path, logs: Path) -> tuple[dict[str, dict[str, str]], dict[str, str]]:
+    """Run every ``RUNS`` entry; return run name -> test outcomes, and run name -> pytest's output."""
+    selection = [*(["-k", args.keyword] if args.keyword else []), *(resolve(tree, f) for f in args.files)]
+    env = suite_environment(tree)
+    results, outputs = {}, {}
+    with tempfile.TemporaryDirectory() as links:
+        env["PYTHONPATH"] = import_path(Path(links))
+        for name, run_args in RUNS.items():
+            junit = logs / f"{name}.xml"
+            junit.unlink(missing_ok=True)
+            outputs[name] = run_pytest(name, [*run_args, f"--junitxml={junit}", *selection], tree, env, logs)
+            if not junit.exists():
+                sys.exit(f"the {name} run wrote no JUnit report: see {logs / name}.log")
+            results[name] = read_outcomes(junit)
+    return results, outputs
+
+
+def main(argv=None) -> int:
+    """Run the conformance comparison; the exit code says whether LLVM conforms."""
+    args = parse_args(argv)
+    tree = extract_suite(args.pytensor_repo, args.tag, args.cache_dir)
+    logs = args.cache_dir / "conformance-logs" / args.tag
+    logs.mkdir(parents=True, exist_ok=True)
+    results, outputs = run_suite(args, tree, logs)
+    print(f"\nPyTensor {args.tag}, {' '.join(args.files)}{f' -k {args.keyword!r}' if args.keyword else ''}")
+    print(table(results))
+    compiled = COMPILED.search(outputs["LLVM"])
+    print(compiled.group(0) if compiled else f"{SUMMARY_PREFIX} no compile count in the LLVM run's output")
+    lost = regressions(results["NUMBA"], results["LLVM"])
+    print(f"\nPassing under NUMBA, not under LLVM: {len(lost)}")
+    for test, outcome in sorted(lost.items()):
+        print(f"  {outcome:8} {test}")
+    print(f"(logs and JUnit reports in {logs})")
+    if lost:
+        return 1
+    return 0 if compiled and int(compiled.group(1)) > 0 else 2

@@ -16,6 +16,7 @@ Stock numba boxes every scalar value in a 0-d (or size-1) array: one NRT heap al
   allocations.
 """
 
+import numpy as np
 import pytensor.scalar as ps
 from pytensor.graph.features import ReplaceValidate
 from pytensor.graph.rewriting.basic import GraphRewriter
@@ -58,6 +59,9 @@ def _reducible(node) -> bool:
         return False
     name = SCALAR_REDUCTIONS.get(type(op.scalar_op))
     kinds = {"add": "biufc", "mul": "biufc", "maximum": "iuf", "minimum": "iuf"}.get(name, "biu")
+    acc = np.dtype(getattr(op, "acc_dtype", None) or out.dtype)
+    if acc.kind == "c" and out.type.numpy_dtype.kind != "c":
+        return False  # numba cannot cast a complex accumulator to a real output
     return name is not None and x.type.numpy_dtype.kind in kinds and out.type.numpy_dtype.kind in kinds
 
 

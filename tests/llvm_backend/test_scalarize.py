@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pytensor.compile.mode import Mode
 from pytensor.tensor.elemwise import Elemwise
+from pytensor.tensor.math import Sum
 
 import llvm_backend  # noqa: F401
 from llvm_backend.graphs import logp_grad
@@ -187,3 +188,10 @@ def test_rewritten_graph_runs_on_other_linkers(linker):
     want = pytensor.function(graph.inputs, graph.outputs, mode="NUMBA")(*graph.values)
     for got, expected in zip(fn(*graph.values), want, strict=True):
         assert_same_result(got, expected, f"{linker} on the LLVM-rewritten graph")
+
+
+def test_complex_accumulator_into_a_real_output_stays_stock():
+    x = pt.dvector("x")
+    out = Sum(axis=None, dtype="float64", acc_dtype="complex128")(x) * 2
+    fn, result = compare_llvm_numba_and_py([x], out, [np.arange(3.0)])
+    assert ScalarCAReduce not in _ops(fn) and result == 6.0

@@ -1,20 +1,24 @@
-"""The ``llvm-backend`` command."""
+"""The ``llvm-backend`` command: ``report``, ``ir`` and ``bench``."""
 
 import argparse
 import json
 import sys
+from pathlib import Path
 
 __all__ = ["main"]
 
 
+def _progress(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
 def _report(args) -> int:
     import llvm_backend  # noqa: F401  (registers the LLVM mode)
-    from llvm_backend.report import as_json, format_table, run_report
+    from llvm_backend.graphs import GRAPHS
+    from llvm_backend.report import DEFAULT_MODES, as_json, format_table, run_report
 
-    def progress(message):
-        print(message, file=sys.stderr, flush=True)
-
-    results = run_report(graphs=args.graph, modes=args.mode, progress=progress)
+    graphs, modes = args.graph or list(GRAPHS), args.mode or list(DEFAULT_MODES)
+    results = run_report(graphs=graphs, modes=modes, progress=_progress)
     print(format_table(results))
     if args.json:
         with open(args.json, "w") as f:
@@ -22,12 +26,76 @@ def _report(args) -> int:
     return 0
 
 
-def _parser() -> argparse.ArgumentParser:
+def _ir_output(args, inspections: dict) -> str:
+    from llvm_backend.inspect_ir import format_diff, format_stats
+
+    scope = "kernel function" if args.kernel_only else "whole module"
+    if args.stats:
+        stats = {mode: i.stats(args.stage, args.kernel_only) for mode, i in inspections.items()}
+        return format_stats(stats, f"{args.stage} IR, {scope}")
+    texts = {mode: i.text(args.stage, args.kernel_only) for mode, i in inspections.items()}
+    if args.diff:
+        (mode, before), (diff_mode, after) = texts.items()
+        label = f"{args.target} ({args.stage})"
+        return format_diff(before, after, f"{label} [{mode}]", f"{label} [{diff_mode}]")
+    return texts[args.mode]
+
+
+def _ir_notes(args) -> None:
+    from llvm_backend.inspect_ir import NUMBA_STAGES
+
+    if args.stage in NUMBA_STAGES:
+        _progress(
+            f"llvm-backend ir: recompiling {args.target} with PyTensor's numba cache off (numba__cache=False): "
+            "under the cache the dispatcher is a one-line *args wrapper whose IR is a stub"
+        )
+    if args.stage == "llvm" and args.diff:
+        _progress(
+            f"llvm-backend ir: numba emits a helper once per process, so {args.diff}'s llvm stage lacks "
+            f"the helpers {args.mode} compiled first (llvm-opt, linked, has them all)"
+        )
+
+
+def _ir(args) -> int:
+    import pytensor
+
+    import llvm_backend  # noqa: F401  (registers the LLVM mode)
+    from llvm_backend.inspect_ir import Inspection, InspectionError, load_target
+
+    try:
+        if args.diff == args.mode:
+            raise InspectionError(f"--diff {args.diff} compares {args.mode} with itself")
+        inputs, outputs = load_target(args.target)
+        modes = [args.mode, args.diff] if args.diff else [args.mode]
+        inspections = {mode: Inspection(pytensor.function(inputs, outputs, mode=mode)) for mode in modes}
+        _ir_notes(args)
+        print(_ir_output(args, inspections))
+    except InspectionError as error:
+        print(f"llvm-backend ir: error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _bench(args) -> int:
+    import llvm_backend  # noqa: F401  (registers the LLVM mode)
+    from bench.cases import select_cases
+    from bench.run import format_bench_table, run_bench, write_results
+
+    cases = select_cases(quick=args.quick, pattern=args.filter)
+    if not cases:
+        print(f"llvm-backend bench: error: no case matches {args.filter!r}", file=sys.stderr)
+        return 2
+    run = run_bench(cases, quick=args.quick, progress=_progress)
+    print(format_bench_table(run))
+    for path in write_results(run, Path(args.out)):
+        _progress(f"wrote {path}")
+    return 0
+
+
+def _add_report(commands) -> None:
     from llvm_backend.graphs import GRAPHS
     from llvm_backend.report import DEFAULT_MODES
 
-    parser = argparse.ArgumentParser(prog="llvm-backend", description=__doc__)
-    commands = parser.add_subparsers(dest="command", required=True)
     report = commands.add_parser(
         "report",
         help="compile built-in graphs under NUMBA and LLVM and compare compile time, "
@@ -36,20 +104,62 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument(
         "--graph", action="append", choices=list(GRAPHS), help="graph to measure (repeatable; default: all)"
     )
-    report.add_argument("--mode", action="append", help=f"mode to measure (repeatable; default: {' '.join(DEFAULT_MODES)})")
+    report.add_argument(
+        "--mode", action="append", help=f"mode to measure (repeatable; default: {' '.join(DEFAULT_MODES)})"
+    )
     report.add_argument("--json", metavar="FILE", help="also write the measurements to FILE as JSON")
     report.set_defaults(run=_report)
+
+
+def _add_ir(commands) -> None:
+    from llvm_backend.inspect_ir import IR_STAGES, STAGES
+
+    ir = commands.add_parser("ir", help="show the graph, generated code, LLVM IR or assembly a mode compiles")
+    ir.add_argument(
+        "target",
+        metavar="TARGET",
+        help="a built-in graph name, path/to/file.py:function or module:function returning (inputs, outputs)",
+    )
+    ir.add_argument("--stage", choices=STAGES, default="llvm-opt", help="what to show (default: llvm-opt)")
+    ir.add_argument("--mode", default="LLVM", help="PyTensor mode to compile under (default: LLVM)")
+    ir.add_argument(
+        "--kernel-only", action="store_true", help="the kernel function alone, not numba's wrappers and callees"
+    )
+    ir.add_argument(
+        "--stats",
+        action="store_true",
+        help="instruction counts by opcode, NRT allocation sites, calls and loops instead of text "
+        f"(stages {', '.join(IR_STAGES)})",
+    )
+    ir.add_argument(
+        "--diff", metavar="MODE", help="compare with a second mode: stats side by side, text as a unified diff"
+    )
+    ir.set_defaults(run=_ir)
+
+
+def _add_bench(commands) -> None:
+    bench = commands.add_parser(
+        "bench", help="benchmark the LLVM mode against NUMBA, CVM and hand-written @njit code; table, JSON, plots"
+    )
+    bench.add_argument(
+        "--quick", action="store_true", help="a few small cases, few cold compiles (CI; under 3 minutes)"
+    )
+    bench.add_argument("--filter", metavar="PATTERN", help="only cases whose name matches this regular expression")
+    bench.add_argument("--out", metavar="DIR", default="bench-results", help="where to write bench.json and the plots")
+    bench.set_defaults(run=_bench)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="llvm-backend", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    _add_report(commands)
+    _add_ir(commands)
+    _add_bench(commands)
     return parser
 
 
 def main(argv=None) -> int:
-    from llvm_backend.graphs import GRAPHS
-    from llvm_backend.report import DEFAULT_MODES
-
     args = _parser().parse_args(argv)
-    if args.command == "report":
-        args.graph = args.graph or list(GRAPHS)
-        args.mode = args.mode or list(DEFAULT_MODES)
     return args.run(args)
 
 

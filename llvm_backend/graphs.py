@@ -1,6 +1,7 @@
 """Built-in example graphs used by ``llvm-backend report``, the benchmarks and the tests.
 
-Each builder returns a `Graph`: symbolic inputs, outputs and example input values.
+Each builder returns a `Graph`: symbolic inputs, outputs and example input values. ``GRAPHS`` names the
+report's graphs; the benchmarks (``bench/``) build further variants from the same builders.
 """
 
 from collections.abc import Callable
@@ -9,7 +10,16 @@ from dataclasses import dataclass
 import numpy as np
 import pytensor.tensor as pt
 
-__all__ = ["GRAPHS", "Graph", "concatenate", "full_reduction", "logp_grad"]
+__all__ = [
+    "GRAPHS",
+    "Graph",
+    "concatenate",
+    "full_reduction",
+    "join_arrays",
+    "logp_grad",
+    "reduction",
+    "scalar_index",
+]
 
 
 @dataclass(frozen=True)
@@ -25,12 +35,13 @@ def _normal_logp(value, mu, sigma):
     return -0.5 * ((value - mu) / sigma) ** 2 - pt.log(sigma) - 0.5 * np.log(2 * np.pi)
 
 
-def logp_grad(n_scalars: int = 3, vector_length: int = 8) -> Graph:
+def logp_grad(n_scalars: int = 3, vector_length: int = 8, n_data: int = 0) -> Graph:
     """A PyMC-shaped log-density and its gradient, joined into one vector (like ``logp_dlogp_function``).
 
     A hierarchical normal model on 8 observations (eight-schools-like): scalar parameters ``mu``,
     ``log_tau``, ``log_scale`` (and further scalar offsets when ``n_scalars > 3``), and a
-    non-centred vector ``theta``.
+    non-centred vector ``theta``. With ``n_data > 0``, ``n_data`` more observations are normal
+    around the location with the scale ``exp(log_scale)``: a likelihood over a long data vector.
     """
     rng = np.random.default_rng(0)
     y = pt.constant(rng.normal(size=vector_length), name="y")
@@ -48,12 +59,16 @@ def logp_grad(n_scalars: int = 3, vector_length: int = 8) -> Graph:
         + _normal_logp(theta, 0.0, 1.0).sum()
         + _normal_logp(y, location + tau * theta, sigma * scale).sum()
     )
+    if n_data:
+        data = pt.constant(rng.normal(0.5, 1.5, size=n_data), name="data")
+        logp = logp + _normal_logp(data, location, scale).sum()
     params = [mu, log_tau, log_scale, *offsets, theta]
     grad = pt.concatenate([pt.atleast_1d(g) for g in pt.grad(logp, params)])
     values = [0.5, 0.1, -0.2, *(0.01 * i for i in range(len(offsets))), rng.normal(size=vector_length)]
+    data_name, data_description = (f"_d{n_data}", f" + {n_data} data points") if n_data else ("", "")
     return Graph(
-        f"logp_grad_{n_scalars}s_v{vector_length}",
-        f"logp + joined gradient, {n_scalars} scalars + vector({vector_length})",
+        f"logp_grad_{n_scalars}s_v{vector_length}{data_name}",
+        f"logp + joined gradient, {n_scalars} scalars + vector({vector_length}){data_description}",
         params,
         [logp, grad],
         values,
@@ -65,6 +80,33 @@ def concatenate(n: int = 60, length: int = 16) -> Graph:
     xs = [pt.dvector(f"x{i}") for i in range(n)]
     values = [np.full(length, float(i)) for i in range(n)]
     return Graph(f"concat_{n}", f"concatenate of {n} vectors({length})", xs, [pt.concatenate(xs)], values)
+
+
+def join_arrays(shapes: list[tuple[int, ...]], axis: int) -> Graph:
+    """Join float64 arrays of ``shapes`` along ``axis`` (the i-th array filled with ``i``)."""
+    xs = [pt.tensor(f"x{i}", dtype="float64", shape=(None,) * len(shape)) for i, shape in enumerate(shapes)]
+    values = [np.full(shape, float(i)) for i, shape in enumerate(shapes)]
+    shape_text = "x".join(map(str, shapes[0]))
+    description = f"join of {len(shapes)} {len(shapes[0])}-D arrays ({shape_text}, ...) on axis {axis}"
+    return Graph(f"join_{len(shapes)}_{len(shapes[0])}d_axis{axis}", description, xs, [pt.join(axis, *xs)], values)
+
+
+def reduction(kind: str, length: int = 1000) -> Graph:
+    """A full ``sum``, ``max`` or ``prod`` of a vector near 1, consumed by scalar math: ``sqrt(r * r + 1)``."""
+    x = pt.dvector("x")
+    r = getattr(x, kind)()
+    values = [1.0 + 1e-3 * np.linspace(-1.0, 1.0, length)]
+    description = f"{kind} of vector({length}) into scalar math"
+    return Graph(f"{kind}_reduction", description, [x], [pt.sqrt(r * r + 1.0)], values)
+
+
+def scalar_index(length: int = 16, index: int = 3) -> Graph:
+    """``x[index]`` of a vector, consumed by scalar math: ``exp(x[i]) * x[i] + 1``."""
+    x = pt.dvector("x")
+    xi = x[index]
+    values = [np.linspace(0.0, 1.0, length)]
+    description = f"x[{index}] of vector({length}) into scalar math"
+    return Graph(f"index_{index}", description, [x], [pt.exp(xi) * xi + 1.0], values)
 
 
 def full_reduction(length: int = 1000) -> Graph:

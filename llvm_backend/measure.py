@@ -12,7 +12,8 @@
 - ``time_per_call(fn, inputs)`` / ``times_per_call(cases)``: seconds per call of the raw numba function,
   medians of (interleaved) timeit rounds; ``seconds_per_call(calls)`` does the same for any callables.
 - ``compile_recording_ir(dispatcher, arg_types)``: compile any numba dispatcher, keeping its unoptimized IR;
-  ``kernel_sizes(kernel)`` and ``nrt_allocations_per_call(call)`` measure it and its calls.
+  ``recording_ir_modules()`` records what any code compiles; ``nrt_allocations_per_call(call)`` counts
+  the heap allocations of any call of numba code.
 """
 
 import statistics
@@ -35,17 +36,17 @@ from pytensor.link.numba.linker import NumbaLinker
 __all__ = [
     "Allocations",
     "Kernel",
-    "KernelSizes",
     "UnoptimizedIR",
     "allocations_per_call",
     "compile_recording_ir",
+    "defined_instruction_count",
     "function_instruction_count",
     "kernel_instruction_count",
     "kernel_ir",
-    "kernel_sizes",
     "numba_dispatcher",
     "nrt_allocations_per_call",
     "prepare_inputs",
+    "recording_ir_modules",
     "seconds_per_call",
     "time_per_call",
     "times_per_call",
@@ -97,16 +98,26 @@ class Kernel:
 
 
 @contextmanager
-def _capture_unoptimized_ir():
+def recording_ir_modules():
+    """The llvmlite ``ir.Module`` objects numba emits while the block runs, before optimization.
+
+    Kept as objects (``str()`` them afterwards), so recording adds nothing measurable to a timed compile.
+    """
     modules = []
     add_ir_module = CPUCodeLibrary.add_ir_module
 
     def recording(library, ir_module):
-        modules.append(str(ir_module))
+        modules.append(ir_module)
         return add_ir_module(library, ir_module)
 
     with mock.patch.object(CPUCodeLibrary, "add_ir_module", recording):
         yield modules
+
+
+def defined_instruction_count(ir_text: str) -> int:
+    """Instructions in every function the IR module ``ir_text`` defines."""
+    functions = llvm.parse_assembly(ir_text).functions
+    return sum(1 for f in functions if not f.is_declaration for block in f.blocks for _ in block.instructions)
 
 
 def uncached_kernel(fn, arg_types: tuple | None = None) -> Kernel:
@@ -130,9 +141,9 @@ def uncached_kernel(fn, arg_types: tuple | None = None) -> Kernel:
 
 def compile_recording_ir(dispatcher, arg_types) -> Kernel:
     """Compile ``dispatcher`` for ``arg_types``, keeping the unoptimized IR numba emits meanwhile."""
-    with _capture_unoptimized_ir() as modules:
+    with recording_ir_modules() as modules:
         dispatcher.compile(tuple(arg_types))
-    return Kernel(dispatcher, tuple(arg_types), tuple(modules))
+    return Kernel(dispatcher, tuple(arg_types), tuple(map(str, modules)))
 
 
 def function_instruction_count(ir_text: str, name: str) -> int:
@@ -164,10 +175,7 @@ class UnoptimizedIR:
 
 def unoptimized_ir_size(fn) -> UnoptimizedIR:
     """Instruction counts of ``fn``'s IR as numba emits it, before LLVM optimization."""
-    return _unoptimized_counts(uncached_kernel(fn))
-
-
-def _unoptimized_counts(kernel: Kernel) -> UnoptimizedIR:
+    kernel = uncached_kernel(fn)
     kernel_count = total = 0
     for text in kernel.unoptimized_modules:
         for function in llvm.parse_assembly(text).functions:
@@ -178,22 +186,6 @@ def _unoptimized_counts(kernel: Kernel) -> UnoptimizedIR:
             if function.name == kernel.name:
                 kernel_count = count
     return UnoptimizedIR(kernel=kernel_count, total=total)
-
-
-@dataclass(frozen=True)
-class KernelSizes:
-    optimized_kernel: int
-    """Instructions in the optimized kernel function (what ``kernel_instruction_count`` counts)."""
-    unoptimized: UnoptimizedIR
-    """Instructions numba emitted before LLVM optimized them."""
-
-
-def kernel_sizes(kernel: Kernel) -> KernelSizes:
-    """IR sizes of an already compiled ``kernel``, optimized and unoptimized, without recompiling it."""
-    return KernelSizes(
-        optimized_kernel=function_instruction_count(kernel.optimized_ir, kernel.name),
-        unoptimized=_unoptimized_counts(kernel),
-    )
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,12 @@
 import json
 
+import numpy as np
 import pytest
 
 from llvm_backend.cli import main
-from llvm_backend.coldcompile import cold_compile_seconds
+from llvm_backend.coldcompile import cold_call, cold_compile_seconds
 from llvm_backend.graphs import GRAPHS
-from llvm_backend.report import Measurement, format_table
+from llvm_backend.report import FUNCTION_CALL, NUMBA_CALL, Measurement, compile_runner, format_table, measure_runners
 from llvm_backend.testing import compare_llvm_numba_and_py
 
 
@@ -44,3 +45,32 @@ def test_table_ratios_are_against_numba():
     ]
     ratio_row = format_table(rows).splitlines()[-1]
     assert ratio_row == "| g | LLVM/NUMBA | 0.50x | 0.25x | 0.40x | 0.25x | 0.50x |"
+
+
+def test_table_shows_missing_values_as_dashes():
+    rows = [
+        Measurement("g", "NUMBA", None, 4.0, 10.0, 8.0, 100),
+        Measurement("g", "CVM", None, 8.0, None, None, None, timed=FUNCTION_CALL),
+    ]
+    assert format_table(rows).splitlines()[-1] == "| g | CVM/NUMBA | - | 2.00x | - | - | - |"
+
+
+def test_cold_call_reports_failures():
+    with pytest.raises(RuntimeError, match="cold compile of llvm_backend.graphs:no_such_function"):
+        cold_call("llvm_backend.graphs:no_such_function")
+
+
+def test_runners_of_numba_and_other_modes():
+    graph = GRAPHS["full_reduction"]()
+    numba_runner = compile_runner(graph, "NUMBA")
+    assert numba_runner.timed == NUMBA_CALL and numba_runner.unboxed_arrays == 1
+    assert numba_runner.kernel.name in numba_runner.kernel.optimized_ir
+    cvm_runner = compile_runner(graph, "CVM")
+    assert cvm_runner.timed == FUNCTION_CALL and cvm_runner.kernel is None
+    np.testing.assert_allclose(cvm_runner.call(), numba_runner.call())
+    cold = {"NUMBA": {"seconds": 1.5, "unoptimized_ir_instructions": 1234}}
+    cvm, numba = measure_runners("full_reduction", [cvm_runner, numba_runner], cold, rounds=1, n_calls=5)
+    assert cvm.allocs_per_call is None and cvm.kernel_ir_instructions is None and cvm.cold_compile_s is None
+    assert numba.allocs_per_call - numba.net_allocs_per_call == 1
+    assert numba.cold_compile_s == 1.5 and numba.unoptimized_ir_instructions == 1234
+    assert numba.kernel_ir_instructions > 0

@@ -1,0 +1,169 @@
+"""What the benchmarks measure: each `Case` is a graph, its hand-written ``@njit`` reference, and its
+place in ``--quick``.
+
+Families: Join against ``np.concatenate`` over N vectors of 16 and the four geometries of the Join
+seed (``join/vectors_60`` is its first, 60 1-D vectors of 16 on axis 0); full reductions and scalar
+indexing consumed by scalar math; PyMC-shaped logp+gradient graphs.
+"""
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+
+import numpy as np
+from numba.core.registry import CPUDispatcher
+from pytensor.graph.basic import Constant
+from pytensor.graph.traversal import ancestors
+
+from bench import references
+from llvm_backend.graphs import Graph, concatenate, join_arrays, logp_grad, reduction, scalar_index
+from llvm_backend.measure import defined_instruction_count, recording_ir_modules
+
+__all__ = ["CASES", "MODES", "QUICK_CASES", "REFERENCE", "Case", "cold_compile_job", "select_cases"]
+
+MODES = ("NUMBA", "LLVM", "CVM")
+"""The PyTensor modes every case runs under."""
+REFERENCE = "@njit"
+"""The label of a case's hand-written reference, in place of a mode."""
+JOIN_SIZES = (8, 30, 60, 120, 240)
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    family: str
+    build: Callable[[], Graph]
+    reference: CPUDispatcher
+    reference_args: Callable[[Graph], tuple]
+    """The reference's arguments, from the graph's example values and constants."""
+    n: int | None = None
+    """Inputs joined, for the compile-time-against-N plot."""
+    in_quick: bool = False
+    quick_cold_modes: tuple[str, ...] = ()
+    """Modes (and `REFERENCE`) cold-compiled under ``--quick``; a full run cold-compiles all."""
+
+
+def _joined_arrays(axis: int, graph: Graph) -> tuple:
+    return (tuple(graph.values), axis)
+
+
+def _values(graph: Graph) -> tuple:
+    return tuple(graph.values)
+
+
+def _model_arguments(graph: Graph) -> tuple:
+    constants = {c.name: c.data for c in ancestors(graph.outputs) if isinstance(c, Constant) and c.name}
+    mu, log_tau, log_scale, *offsets, theta = graph.values
+    data = constants.get("data", np.zeros(0))
+    offsets = np.array(offsets, dtype="float64")
+    return (mu, log_tau, log_scale, offsets, theta, constants["y"], constants["sigma"], data)
+
+
+def _join_cases() -> list[Case]:
+    quick_cold = {8: ("NUMBA", "LLVM", "CVM", REFERENCE), 30: ("NUMBA", "LLVM")}
+    over_n = [
+        Case(
+            f"join/vectors_{n}",
+            "join over N",
+            partial(concatenate, n, 16),
+            references.concatenate,
+            partial(_joined_arrays, 0),
+            n=n,
+            in_quick=n in quick_cold,
+            quick_cold_modes=quick_cold.get(n, ()),
+        )
+        for n in JOIN_SIZES
+    ]
+    geometries = [
+        ("2d_axis1", [(100, 100)] * 8, 1, True),
+        ("2d_axis0", [(100, 100)] * 8, 0, False),
+        ("3d_axis2", [(200, 200, 32)] * 6, 2, False),  # a 62 MB output
+    ]
+    return over_n + [
+        Case(
+            f"join/{name}",
+            "join geometry",
+            partial(join_arrays, shapes, axis),
+            references.concatenate,
+            partial(_joined_arrays, axis),
+            in_quick=quick,
+        )
+        for name, shapes, axis, quick in geometries
+    ]
+
+
+def _scalar_cases() -> list[Case]:
+    reductions = [
+        Case(
+            f"reduction/{kind}",
+            "full reduction",
+            partial(reduction, kind),
+            getattr(references, f"{kind}_into_scalar_math"),
+            _values,
+            in_quick=kind == "sum",
+        )
+        for kind in ("sum", "max", "prod")
+    ]
+    index = Case("index/x3", "scalar index", scalar_index, references.index_into_scalar_math, _values, in_quick=True)
+    return [*reductions, index]
+
+
+def _logp_cases() -> list[Case]:
+    variants = [("3s_v8", {}, True), ("60s_v8", {"n_scalars": 60}, False), ("3s_v8_d10000", {"n_data": 10_000}, False)]
+    return [
+        Case(
+            f"logp_grad/{name}",
+            "logp+grad",
+            partial(logp_grad, **kwargs),
+            references.logp_grad,
+            _model_arguments,
+            in_quick=quick,
+        )
+        for name, kwargs, quick in variants
+    ]
+
+
+CASES: dict[str, Case] = {case.name: case for case in _join_cases() + _scalar_cases() + _logp_cases()}
+QUICK_CASES = tuple(name for name, case in CASES.items() if case.in_quick)
+
+
+def select_cases(quick: bool = False, pattern: str | None = None) -> list[Case]:
+    """The cases to run: all or ``--quick``'s, those whose name matches regular expression ``pattern``."""
+    names = QUICK_CASES if quick else tuple(CASES)
+    return [CASES[name] for name in names if pattern is None or re.search(pattern, name)]
+
+
+def _unoptimized_ir(modules: list) -> dict:
+    """Counted after the clock stops: the instructions numba emitted (nothing under CVM)."""
+    if not modules:
+        return {}
+    return {"unoptimized_ir_instructions": sum(defined_instruction_count(str(m)) for m in modules)}
+
+
+def cold_compile_job(case_name: str, mode: str) -> Callable[[], Callable[[], dict]]:
+    """Set up ``case_name`` under ``mode`` (or `REFERENCE`) for a cold compile in a fresh process.
+
+    Returns the call to time: compile and call once (``pytensor.function`` plus the first call, like
+    ``llvm-backend report``; for the reference, its first call, which compiles it), recording the IR
+    modules numba emits; that call returns the untimed count of their instructions.
+    """
+    import pytensor
+
+    import llvm_backend  # noqa: F401  (registers the LLVM mode)
+
+    case = CASES[case_name]
+    graph = case.build()
+    reference_args = case.reference_args(graph)
+
+    def compile_and_call():
+        if mode == REFERENCE:
+            return case.reference(*reference_args)
+        return pytensor.function(graph.inputs, graph.outputs, mode=mode)(*graph.values)
+
+    def timed():
+        with recording_ir_modules() as modules:
+            compile_and_call()
+        return partial(_unoptimized_ir, modules)
+
+    return timed

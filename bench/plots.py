@@ -1,0 +1,89 @@
+"""PNG plots of a benchmark run (matplotlib, Agg canvas: no display needed).
+
+- ``compile_vs_n.png``: cold compile seconds of a join of N vectors against N, log-log, one line per mode.
+- ``per_call.png``: µs per call of every case, one bar per mode, labelled with its ratio to NUMBA.
+"""
+
+from pathlib import Path
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from llvm_backend.report import Measurement
+
+__all__ = ["COMPILE_PLOT", "PER_CALL_PLOT", "compile_time_plot", "draw_plots", "per_call_plot"]
+
+COMPILE_PLOT = "compile_vs_n.png"
+PER_CALL_PLOT = "per_call.png"
+BASELINE = "NUMBA"
+
+
+def _figure(width: float, height: float) -> Figure:
+    figure = Figure(figsize=(width, height), layout="constrained")
+    FigureCanvasAgg(figure)
+    return figure
+
+
+def _modes(results: list[Measurement]) -> list[str]:
+    return list(dict.fromkeys(r.mode for r in results))
+
+
+def compile_time_plot(results: list[Measurement], cases: dict, path: Path) -> Path | None:
+    """Cold compile time against N for the cases that have an N; ``None`` when none was cold-compiled."""
+    figure = _figure(6, 4)
+    axes = figure.add_subplot()
+    for mode in _modes(results):
+        points = sorted(
+            (cases[r.graph]["n"], r.cold_compile_s)
+            for r in results
+            if r.mode == mode and cases[r.graph]["n"] and r.cold_compile_s is not None
+        )
+        if points:
+            axes.plot(*zip(*points, strict=True), marker="o", label=mode)
+    if not axes.lines:
+        return None
+    axes.set(xscale="log", yscale="log", xlabel="N vectors joined", ylabel="cold compile (s)")
+    axes.set_title("Cold compile of a join of N vectors (fresh process, empty caches)", fontsize=10)
+    axes.legend()
+    axes.grid(True, which="both", alpha=0.3)
+    figure.savefig(path, dpi=90)
+    return path
+
+
+def per_call_plot(results: list[Measurement], path: Path) -> Path:
+    """Grouped bars of µs/call per case and mode (log scale), each labelled with its ratio to NUMBA."""
+    names = list(dict.fromkeys(r.graph for r in results))
+    modes = _modes(results)
+    by_key = {(r.graph, r.mode): r.us_per_call for r in results}
+    figure = _figure(max(6.0, 0.75 * len(names) + 2), 4.5)
+    axes = figure.add_subplot()
+    width = 0.8 / len(modes)
+    for k, mode in enumerate(modes):
+        xs = [i + (k - (len(modes) - 1) / 2) * width for i, name in enumerate(names) if (name, mode) in by_key]
+        heights = [by_key[name, mode] for name in names if (name, mode) in by_key]
+        bars = axes.bar(xs, heights, width, label=mode)
+        if mode != BASELINE:
+            labels = [_ratio_label(by_key, name, mode) for name in names if (name, mode) in by_key]
+            axes.bar_label(bars, labels, rotation=90, fontsize=6, padding=2)
+    axes.set_yscale("log")
+    axes.set_xticks(range(len(names)), names, rotation=45, ha="right", fontsize=7)
+    axes.set_ylabel("µs per call (log)")
+    axes.set_title(f"Per-call time; labels: ratio to {BASELINE} (CVM timed through its PyTensor Function)", fontsize=9)
+    axes.legend(fontsize=7)
+    axes.margins(y=0.25)
+    figure.savefig(path, dpi=90)
+    return path
+
+
+def _ratio_label(by_key: dict, name: str, mode: str) -> str:
+    base = by_key.get((name, BASELINE))
+    return f"{by_key[name, mode] / base:.2f}x" if base else ""
+
+
+def draw_plots(results: list[Measurement], cases: dict, out_dir: Path) -> list[Path]:
+    """Draw every plot the results allow into ``out_dir``; the paths written."""
+    written = [
+        compile_time_plot(results, cases, out_dir / COMPILE_PLOT),
+        per_call_plot(results, out_dir / PER_CALL_PLOT),
+    ]
+    return [path for path in written if path is not None]

@@ -1,0 +1,129 @@
+"""``llvm-backend bench``: measure the cases under every mode and the reference, tabulate, save JSON and plots.
+
+Per case: compile under NUMBA, LLVM and CVM (numba cache off, so the IR counted is the code timed) and
+the hand-written ``@njit`` reference; cold-compile each in a fresh process with empty caches
+(``llvm_backend.coldcompile``), counting there the unoptimized IR numba emits (in a fresh process no
+helper was compiled before, so the count does not depend on what ran first); then time all four in
+interleaved rounds and count NRT allocations and optimized kernel IR of the numba ones
+(``llvm_backend.report.measure_runners``).
+"""
+
+import json
+import os
+import platform
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import llvmlite
+import numba
+import numpy as np
+import pytensor
+
+from bench.cases import MODES, REFERENCE, Case
+from bench.plots import draw_plots
+from llvm_backend.coldcompile import cold_call
+from llvm_backend.report import (
+    FUNCTION_CALL,
+    Measurement,
+    Runner,
+    as_json,
+    compile_runner,
+    format_inline_table,
+    jitted_runner,
+    measure_runners,
+)
+
+__all__ = ["COLUMNS", "FOOTNOTE", "BenchRun", "format_bench_table", "measure_case", "run_bench", "write_results"]
+
+COLUMNS = (
+    ("cold compile s", "cold_compile_s", "{:.2f}"),
+    ("us/call", "us_per_call", "{:.2f}"),
+    ("allocs/call", "allocs_per_call", "{:.1f}"),
+    ("kernel IR instr", "kernel_ir_instructions", "{:d}"),
+    ("unopt IR instr", "unoptimized_ir_instructions", "{:d}"),
+)
+FOOTNOTE = (
+    f"Ratios (in brackets) are against NUMBA. * timed through the {FUNCTION_CALL} (CVM has no numba "
+    "dispatcher); the others time the raw jitted function. Allocations and IR: numba code only. "
+    "unopt IR instr: every instruction numba emitted during the cold compile, before LLVM optimized it."
+)
+QUICK_ROUNDS, FULL_ROUNDS = 3, 9
+ALLOCATION_CALLS = 10
+
+
+@dataclass(frozen=True)
+class BenchRun:
+    quick: bool
+    results: list[Measurement]
+    cases: dict[str, dict]
+    """Case name -> family, description and N (joins over N)."""
+
+
+def reference_runner(case: Case, graph) -> Runner:
+    """The case's ``@njit`` reference, recompiled from its source (same options) so its IR is recorded here."""
+    fresh = numba.jit(**case.reference.targetoptions)(case.reference.py_func)
+    return jitted_runner(REFERENCE, fresh, case.reference_args(graph))
+
+
+def measure_case(case: Case, cold_modes, rounds: int, progress: Callable[[str], None]) -> tuple[list, str]:
+    """Measure ``case`` under every mode and its reference; cold-compile under ``cold_modes`` only.
+
+    Returns the measurements and the graph's description.
+    """
+    graph = case.build()
+    progress(f"{case.name}: compiling under {', '.join(MODES)} and {REFERENCE}")
+    runners = [compile_runner(graph, mode) for mode in MODES] + [reference_runner(case, graph)]
+    cold = {}
+    for mode in cold_modes:
+        progress(f"{case.name}: cold compile under {mode} (fresh process, empty caches)")
+        cold[mode] = cold_call("bench.cases:cold_compile_job", case.name, mode)
+    progress(f"{case.name}: timing {rounds} interleaved rounds")
+    return measure_runners(case.name, runners, cold, rounds, ALLOCATION_CALLS), graph.description
+
+
+def run_bench(cases: list[Case], quick: bool = False, progress: Callable[[str], None] = print) -> BenchRun:
+    """Measure ``cases``; ``--quick`` runs fewer rounds and cold-compiles only what each case names."""
+    results, described = [], {}
+    for i, case in enumerate(cases, start=1):
+        cold_modes = case.quick_cold_modes if quick else (*MODES, REFERENCE)
+        rounds = QUICK_ROUNDS if quick else FULL_ROUNDS
+        measured, description = measure_case(
+            case, cold_modes, rounds, lambda message, i=i: progress(f"[{i}/{len(cases)}] {message}")
+        )
+        results.extend(measured)
+        described[case.name] = {"family": case.family, "description": description, "n": case.n}
+    return BenchRun(quick, results, described)
+
+
+def format_bench_table(run: BenchRun) -> str:
+    """The Markdown table of ``run``, every value with its ratio to NUMBA, and its footnote."""
+    return f"{format_inline_table(run.results, COLUMNS)}\n\n{FOOTNOTE}"
+
+
+def _versions() -> dict:
+    return {
+        "python": platform.python_version(),
+        "pytensor": pytensor.__version__,
+        "numba": numba.__version__,
+        "llvmlite": llvmlite.__version__,
+        "numpy": np.__version__,
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores",
+    }
+
+
+def write_results(run: BenchRun, out_dir: Path) -> list[Path]:
+    """Write ``bench.json`` and the PNG plots into ``out_dir``; return their paths."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    plots = draw_plots(run.results, run.cases, out_dir)
+    payload = {
+        "quick": run.quick,
+        "versions": _versions(),
+        "footnote": FOOTNOTE,
+        "cases": run.cases,
+        "results": as_json(run.results),
+        "plots": [path.name for path in plots],
+    }
+    json_path = out_dir / "bench.json"
+    json_path.write_text(json.dumps(payload, indent=2) + "\n")
+    return [json_path, *plots]

@@ -1,0 +1,118 @@
+import json
+
+import numpy as np
+import pytest
+
+import llvm_backend  # noqa: F401
+from bench.cases import CASES, MODES, QUICK_CASES, REFERENCE, select_cases
+from bench.plots import COMPILE_PLOT, PER_CALL_PLOT, compile_time_plot, per_call_plot
+from bench.run import BenchRun, format_bench_table
+from llvm_backend.cli import main
+from llvm_backend.graphs import join_arrays, logp_grad, reduction, scalar_index
+from llvm_backend.report import FUNCTION_CALL, NUMBA_CALL, Measurement
+from llvm_backend.testing import PY_MODE, compare_llvm_numba_and_py
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+# One case per reference shape; the larger joins differ only in their number of inputs.
+REFERENCE_CASES = [name for name, case in CASES.items() if case.n is None or case.n <= 30]
+
+
+@pytest.mark.parametrize("name", REFERENCE_CASES)
+def test_njit_reference_computes_what_the_graph_does(name):
+    import pytensor
+
+    case = CASES[name]
+    graph = case.build()
+    expected = pytensor.function(graph.inputs, graph.outputs, mode=PY_MODE)(*graph.values)
+    got = case.reference(*case.reference_args(graph))
+    got = got if isinstance(got, tuple) else (got,)
+    assert len(got) == len(expected)
+    for g, e in zip(got, expected, strict=True):
+        np.testing.assert_allclose(g, e, rtol=1e-9)
+
+
+@pytest.mark.parametrize(
+    "graph",
+    [join_arrays([(3, 4), (3, 2), (3, 5)], 1), reduction("prod", 50), scalar_index(), logp_grad(n_data=50)],
+    ids=lambda g: g.name,
+)
+def test_bench_graphs_agree_across_modes(graph):
+    compare_llvm_numba_and_py(graph.inputs, graph.outputs, graph.values)
+
+
+def test_cases_cover_the_issue():
+    joins = sorted(case.n for case in CASES.values() if case.n)
+    assert joins == [8, 30, 60, 120, 240]
+    families = {case.family for case in CASES.values()}
+    assert families == {"join over N", "join geometry", "full reduction", "scalar index", "logp+grad"}
+    geometries = {"join/vectors_60", "join/2d_axis1", "join/2d_axis0", "join/3d_axis2"}
+    assert geometries | {"logp_grad/3s_v8", "logp_grad/60s_v8", "logp_grad/3s_v8_d10000", "index/x3"} <= set(CASES)
+
+
+def test_cases_are_selected_by_pattern():
+    assert [c.name for c in select_cases(quick=True)] == list(QUICK_CASES)
+    assert [c.name for c in select_cases(pattern="^reduction/")] == ["reduction/sum", "reduction/max", "reduction/prod"]
+    assert select_cases(quick=True, pattern="3d") == []
+
+
+def fake_results():
+    rows = []
+    for n, scale in ((8, 1.0), (30, 4.0)):
+        for mode, factor in (("NUMBA", 1.0), ("LLVM", 0.5), ("CVM", 2.0)):
+            timed = FUNCTION_CALL if mode == "CVM" else NUMBA_CALL
+            numba = mode != "CVM"
+            rows.append(
+                Measurement(
+                    f"join/vectors_{n}", mode, scale * factor, 2.0 * factor, 9.0 if numba else None,
+                    1.0 if numba else None, 50 if numba else None, 2000 if numba else None, timed,
+                )
+            )
+    cases = {f"join/vectors_{n}": {"family": "join over N", "description": "", "n": n} for n in (8, 30)}
+    return rows, cases
+
+
+def test_table_puts_each_ratio_next_to_its_value_and_stars_function_timings():
+    rows, cases = fake_results()
+    table = format_bench_table(BenchRun(True, rows, cases)).splitlines()
+    assert table[0] == "| case | mode | cold compile s | us/call | allocs/call | kernel IR instr | unopt IR instr |"
+    assert table[2] == "| join/vectors_8 | NUMBA | 1.00 | 2.00 | 9.0 | 50 | 2000 |"
+    llvm_cells = "0.50 (0.50x) | 1.00 (0.50x) | 9.0 (1.00x) | 50 (1.00x) | 2000 (1.00x)"
+    assert table[3] == f"| join/vectors_8 | LLVM | {llvm_cells} |"
+    assert table[4] == "| join/vectors_8 | CVM* | 2.00 (2.00x) | 4.00 (2.00x) | - | - | - |"
+    assert "* timed through the PyTensor Function" in table[-1]
+
+
+def test_plots_are_pngs_and_the_compile_plot_needs_cold_compiles(tmp_path):
+    rows, cases = fake_results()
+    assert compile_time_plot(rows, cases, tmp_path / COMPILE_PLOT).read_bytes().startswith(PNG_MAGIC)
+    assert per_call_plot(rows, tmp_path / PER_CALL_PLOT).read_bytes().startswith(PNG_MAGIC)
+    no_n = {name: {**case, "n": None} for name, case in cases.items()}
+    assert compile_time_plot(rows, no_n, tmp_path / "none.png") is None
+    assert not (tmp_path / "none.png").exists()
+
+
+def test_quick_bench_writes_table_json_and_plots(tmp_path, capsys):
+    assert main(["bench", "--quick", "--out", str(tmp_path)]) == 0
+    captured = capsys.readouterr()
+    assert f"[1/{len(QUICK_CASES)}] {QUICK_CASES[0]}: compiling" in captured.err
+    table_rows = [line for line in captured.out.splitlines() if line.startswith("| ") and "---" not in line][1:]
+    labels = [*MODES, REFERENCE]
+    assert [row.split("|")[1:3] for row in table_rows] == [
+        [f" {case} ", f" {mode}{'*' if mode == 'CVM' else ''} "] for case in QUICK_CASES for mode in labels
+    ]
+    payload = json.loads((tmp_path / "bench.json").read_text())
+    assert payload["quick"] is True
+    assert set(payload["cases"]) == set(QUICK_CASES)
+    assert sorted(payload["plots"]) == sorted([COMPILE_PLOT, PER_CALL_PLOT])
+    for plot in payload["plots"]:
+        assert (tmp_path / plot).read_bytes().startswith(PNG_MAGIC)
+    for row in payload["results"]:
+        case = CASES[row["graph"]]
+        assert (row["cold_compile_s"] is not None) == (row["mode"] in case.quick_cold_modes)
+        assert row["us_per_call"] > 0
+        numba_code = row["mode"] != "CVM"
+        assert row["timed"] == (NUMBA_CALL if numba_code else FUNCTION_CALL)
+        assert (row["allocs_per_call"] is not None) == numba_code
+        assert (row["kernel_ir_instructions"] is not None) == numba_code
+        cold_numba_compile = numba_code and row["mode"] in case.quick_cold_modes
+        assert (row["unoptimized_ir_instructions"] is not None) == cold_numba_compile

@@ -1,4 +1,5 @@
-"""Join -> ``intrinsics.join.linear_join``: one allocation, one copy loop nest, linear IR in the input count.
+"""Join and JoinScalars -> ``intrinsics.join.linear_join``: one allocation, one copy loop nest per input dtype,
+linear IR in the input count. ``linear_join`` takes the scalar entries of a ``JoinScalars`` directly.
 
 For ``join(axis, x0, x1, x2)`` with a float64 output the node function is::
 
@@ -12,10 +13,12 @@ from pytensor.tensor.basic import Join
 
 from intrinsics.join import linear_join
 from llvm_backend.dispatch import lowering_cache_key, register_lowering
+from llvm_backend.scalar_ops import JoinScalars
 
 __all__ = ["lower_join"]
 
 
+@register_lowering(JoinScalars, linear_join)
 @register_lowering(Join, linear_join)
 def lower_join(op, node, **kwargs):
     out_dtype = np.dtype(node.outputs[0].dtype)

@@ -1,8 +1,7 @@
 """Lowerings of the scalarization ops (``llvm_backend.scalar_ops``): no 0-d array boxes.
 
 ``ScalarCAReduce`` -> ``intrinsics.reduction.full_reduce`` (stack accumulator, returns a register);
-``ScalarSubtensor`` -> a bounds-checked element read; ``JoinScalars`` -> ``intrinsics.join.linear_join``,
-which takes scalar entries of a vector join directly; ``ScalarizedElemwise`` -> the stock ``Elemwise``
+``ScalarSubtensor`` -> a bounds-checked element read; ``ScalarizedElemwise`` -> the stock ``Elemwise``
 function with scalars passed as ``intrinsics.boxing.stack_array`` views; a ``ScalarOp`` on scalars ->
 stock's scalar function with its results cast to their declared dtypes (``intrinsics.boxing.cast_to``).
 """
@@ -15,16 +14,14 @@ from pytensor.link.numba.cache import compile_numba_function_src
 from pytensor.link.numba.dispatch.basic import numba_funcify_and_cache_key, numba_njit
 
 from intrinsics.boxing import cast_to, stack_array
-from intrinsics.join import linear_join
 from intrinsics.reduction import full_reduce
 from intrinsics.tuples import flatten_tuple
 from llvm_backend.codegen import call_source, tuple_source
 from llvm_backend.dispatch import lowering_cache_key, register_lowering, wrapping_cache_key
-from llvm_backend.scalar_ops import JoinScalars, ScalarCAReduce, ScalarizedElemwise, ScalarSubtensor
+from llvm_backend.scalar_ops import ScalarCAReduce, ScalarizedElemwise, ScalarSubtensor
 from llvm_backend.scalarize import SCALAR_REDUCTIONS
 
 __all__ = [
-    "lower_join_scalars",
     "lower_scalar_careduce",
     "lower_scalar_op",
     "lower_scalar_subtensor",
@@ -63,17 +60,6 @@ def lower_scalar_subtensor(op, node, **kwargs):
         return x[indices]
 
     return scalar_subtensor, lowering_cache_key(op)
-
-
-@register_lowering(JoinScalars, linear_join)
-def lower_join_scalars(op, node, **kwargs):
-    out_dtype = np.dtype(node.outputs[0].dtype)
-
-    @numba_njit
-    def join_scalars(axis, *entries):
-        return linear_join(axis.item(), entries, out_dtype)
-
-    return join_scalars, lowering_cache_key(op, out_dtype=str(out_dtype))
 
 
 @register_lowering(ScalarizedElemwise, stack_array)

@@ -195,3 +195,18 @@ def test_complex_accumulator_into_a_real_output_stays_stock():
     out = Sum(axis=None, dtype="float64", acc_dtype="complex128")(x) * 2
     fn, result = compare_llvm_numba_and_py([x], out, [np.arange(3.0)])
     assert ScalarCAReduce not in _ops(fn) and result == 6.0
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    n=st.integers(1, 6),
+    dtype=st.sampled_from(["float64", "float32", "int32", "int8"]),
+    step=st.sampled_from([1, 2, -1, -2]),
+)
+def test_mixed_elemwise_taking_scalars_matches_py(n, dtype, step):
+    x = pt.vector("x", dtype=dtype)
+    out = pt.concatenate([x * x.sum() + x.max() - x[0], pt.atleast_1d(x.min())])
+    value = (np.arange(n * 2, dtype=dtype) - 3)[::step]
+    fn = pytensor.function([x], out, mode="LLVM")
+    assert {ScalarizedElemwise, JoinScalars} <= _ops(fn)
+    assert_same_result(fn(value), pytensor.function([x], out, mode=PY_MODE)(value), f"{dtype} step {step}")

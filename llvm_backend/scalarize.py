@@ -65,6 +65,13 @@ def _reducible(node) -> bool:
     return name is not None and x.type.numpy_dtype.kind in kinds and out.type.numpy_dtype.kind in kinds
 
 
+def _could_be_overwritten(var, node) -> bool:
+    """Whether stock's inplace pass might compute ``node``'s output in ``var``'s buffer."""
+    return var.owner is not None and any(
+        var.dtype == out.dtype and var.type.broadcastable == out.type.broadcastable for out in node.outputs
+    )
+
+
 def _fully_indexed(node) -> bool:
     op = node.op
     return type(op) is Subtensor and node.outputs[0].ndim == 0 and all(map(is_scalar_index, op.idx_list))
@@ -130,9 +137,16 @@ class ScalarizeGraph(GraphRewriter):
         return scalar_from_tensor(var.dimshuffle([]) if var.ndim else var)
 
     def _mixed_elemwise(self, node, scalar_of):
-        """Size-1 inputs with a realised scalar are passed as scalars; the rest stay arrays."""
+        """Size-1 inputs with a realised scalar are passed as scalars; the rest stay arrays.
+
+        Left alone when stock's inplace pass could write an output over one of its intermediate array
+        inputs: a ``ScalarizedElemwise`` is never inplace, and its fresh output would cost the allocation
+        that the bypassed boxes saved (more, if a box is still read elsewhere).
+        """
         realised = [self._realised(i, scalar_of) if _size_one(i) else None for i in node.inputs]
-        if all(r is None for r in realised):
+        if all(r is None for r in realised) or any(
+            r is None and _could_be_overwritten(i, node) for i, r in zip(node.inputs, realised, strict=True)
+        ):
             return []
         scalar_inputs = [(k, i.ndim) for k, (i, r) in enumerate(zip(node.inputs, realised)) if r is not None]
         inputs = [i if r is None else r for i, r in zip(node.inputs, realised, strict=True)]

@@ -1,7 +1,8 @@
 """``python -m llvm_backend.conformance``: PyTensor's numba suite under stock NUMBA, then under LLVM.
 
 Both runs are pytest subprocesses in the extracted suite (its rootdir), with the same environment; the
-LLVM run adds ``-p llvm_backend.conformance.plugin --llvm-mode``. The runner prints a table of outcome
+LLVM run adds ``-p llvm_backend.conformance.plugin --llvm-mode``. They run one after the other, echoing
+their output, or with ``--concurrent`` at the same time (a core each; their output goes to the logs only). The runner prints a table of outcome
 counts from their JUnit reports and the tests that pass under stock but not under LLVM; it exits with
 1 if there is any, 2 if the LLVM run did not compile through `LLVMLinker`.
 """
@@ -54,6 +55,11 @@ def parse_args(argv):
         "--cache-dir", type=Path, default=default_cache_dir(), help="where the suite goes (default: %(default)s)"
     )
     parser.add_argument("-k", dest="keyword", help="pytest's -k expression")
+    parser.add_argument(
+        "--concurrent",
+        action="store_true",
+        help="run NUMBA and LLVM at the same time, writing their output to the logs only",
+    )
     parser.add_argument("files", nargs="*", default=[SUITE], help=f"test files or dirs (default: {SUITE})")
     return parser.parse_args(argv)
 
@@ -76,9 +82,14 @@ def import_path(links: Path) -> str:
     return os.pathsep.join([str(links), *kept])
 
 
+def pytest_command(args: list[str]) -> list[str]:
+    """The pytest command line of a run."""
+    return [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rfE", *args]
+
+
 def run_pytest(name: str, args: list[str], tree: Path, env: dict[str, str], logs: Path) -> str:
     """Run pytest in ``tree``, echoing its output and saving it to ``logs/<name>.log``; return the output."""
-    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rfE", *args]
+    command = pytest_command(args)
     print(f"== {name}: {' '.join(command)}  (in {tree})", flush=True)
     lines = []
     with subprocess.Popen(command, cwd=tree, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
@@ -88,6 +99,20 @@ def run_pytest(name: str, args: list[str], tree: Path, env: dict[str, str], logs
     output = "".join(lines)
     (logs / f"{name}.log").write_text(output)
     return output
+
+
+def run_pytest_concurrently(runs: dict[str, list[str]], tree: Path, env: dict[str, str], logs: Path) -> dict[str, str]:
+    """Run pytest in ``tree`` once per ``runs`` entry, all at the same time, each writing its output to
+    ``logs/<name>.log``; return run name -> output once every run has ended."""
+    procs = {}
+    for name, args in runs.items():
+        command = pytest_command(args)
+        print(f"== {name}: {' '.join(command)}  (in {tree}; output in {logs / name}.log)", flush=True)
+        with open(logs / f"{name}.log", "w") as log:
+            procs[name] = subprocess.Popen(command, cwd=tree, env=env, stdout=log, stderr=subprocess.STDOUT)
+    for proc in procs.values():
+        proc.wait()
+    return {name: (logs / f"{name}.log").read_text() for name in runs}
 
 
 def regressions(stock: dict[str, str], llvm: dict[str, str]) -> dict[str, str]:
@@ -112,16 +137,21 @@ def run_suite(args, tree: Path, logs: Path) -> tuple[dict[str, dict[str, str]], 
     """Run every ``RUNS`` entry; return run name -> test outcomes, and run name -> pytest's output."""
     selection = [*(["-k", args.keyword] if args.keyword else []), *(resolve(tree, f) for f in args.files)]
     env = suite_environment(tree)
-    results, outputs = {}, {}
+    runs = {name: [*run_args, f"--junitxml={logs / name}.xml", *selection] for name, run_args in RUNS.items()}
+    for name in runs:
+        (logs / f"{name}.xml").unlink(missing_ok=True)
     with tempfile.TemporaryDirectory() as links:
         env["PYTHONPATH"] = import_path(Path(links))
-        for name, run_args in RUNS.items():
-            junit = logs / f"{name}.xml"
-            junit.unlink(missing_ok=True)
-            outputs[name] = run_pytest(name, [*run_args, f"--junitxml={junit}", *selection], tree, env, logs)
-            if not junit.exists():
-                sys.exit(f"the {name} run wrote no JUnit report: see {logs / name}.log")
-            results[name] = read_outcomes(junit)
+        if args.concurrent:
+            outputs = run_pytest_concurrently(runs, tree, env, logs)
+        else:
+            outputs = {name: run_pytest(name, run_args, tree, env, logs) for name, run_args in runs.items()}
+    results = {}
+    for name in runs:
+        junit = logs / f"{name}.xml"
+        if not junit.exists():
+            sys.exit(f"the {name} run wrote no JUnit report: see {logs / name}.log")
+        results[name] = read_outcomes(junit)
     return results, outputs
 
 

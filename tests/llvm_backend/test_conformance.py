@@ -187,10 +187,14 @@ def test_pytest_ini_keeps_suite_options_only():
     )
 
 
-def test_runner_substitutes_llvm_everywhere(repo, tmp_path, capsys):
+@pytest.mark.parametrize("concurrent", [False, True], ids=["sequential", "concurrent"])
+def test_runner_substitutes_llvm_everywhere(repo, tmp_path, capsys, concurrent):
     """Every synthetic path compiles through LLVMLinker, none through stock; only the stock-only test regresses."""
     cache = tmp_path / "cache"
-    code = main(["--pytensor-repo", str(repo), "--tag", TAG, "--cache-dir", str(cache), "test_basic.py", "test_user.py"])
+    options = ["--concurrent"] if concurrent else []
+    code = main(
+        ["--pytensor-repo", str(repo), "--tag", TAG, "--cache-dir", str(cache), *options, "test_basic.py", "test_user.py"]
+    )
     out = capsys.readouterr().out
     assert "| NUMBA | 7 | 0 | 1 | 1 | 0 | 9 |" in out
     assert "| LLVM | 6 | 1 | 1 | 1 | 0 | 9 |" in out

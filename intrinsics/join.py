@@ -12,6 +12,7 @@ Layering, as numba's own concatenate: typing (``_join_ndim``, ``_output_dtype``)
 carries the whole n-tuple of arrays: it made a 240-input join compile ~1.6x slower.
 """
 
+from functools import partial
 from typing import NamedTuple
 
 import numpy as np
@@ -19,6 +20,8 @@ from llvmlite import ir
 from numba.core import cgutils, errors, types
 from numba.extending import intrinsic
 from numba.np.arrayobj import _empty_nd_impl
+
+from intrinsics.argpack import ArrayPackType
 
 _INTP = cgutils.intp_t
 
@@ -128,7 +131,7 @@ def _store_entry(context, builder, table, k, entry_type, value):
         itemsize = context.get_abi_sizeof(context.get_data_type(entry_type))
         shape = ir.Constant(ir.ArrayType(_INTP, 1), [1])
         strides = ir.Constant(ir.ArrayType(_INTP, 1), [itemsize])
-    k = _INTP(k)
+    k = _INTP(k) if isinstance(k, int) else k
     builder.store(builder.bitcast(data, cgutils.voidptr_t), builder.gep(table.data, [k]))
     builder.store(shape, builder.gep(table.shapes, [k]))
     builder.store(strides, builder.gep(table.strides, [k]))
@@ -281,16 +284,16 @@ def _emit_group_copy(context, builder, table, members, in_dtype, out, align):
         )
 
 
-def _emit_join(context, builder, axis, in_types, in_values, out_type):
-    """Emit the join of ``in_values`` along the run-time ``axis`` (intp); returns the new array.
+def _emit_join(context, builder, axis, in_types, fill_table, out_type):
+    """Emit the join of inputs of ``in_types`` along the run-time ``axis`` (intp); returns the new array.
 
+    ``fill_table(table)`` emits the stores of every input's entry into the stack tables.
     Raises (through numba's call convention, so the function must use it) before allocating.
     """
     ndim = out_type.ndim
     axis = _emit_normalized_axis(context, builder, axis, ndim)
     table = _alloca_table(builder, len(in_types), ndim)
-    for k, (entry_type, value) in enumerate(zip(in_types, in_values)):
-        _store_entry(context, builder, table, k, entry_type, value)
+    fill_table(table)
     out = _empty_nd_impl(
         context, builder, out_type, _emit_validation(context, builder, table, len(in_types), ndim, axis)
     )
@@ -311,6 +314,9 @@ def _emit_join(context, builder, axis, in_types, in_values, out_type):
 @intrinsic
 def linear_join(typingctx, axis, arrays, dtype):
     """Join the tuple ``arrays`` along ``axis`` into a new C-contiguous array of ``dtype``.
+
+    ``arrays`` may also be a 1-tuple holding an ``ArrayPack`` (``intrinsics.argpack``): its arrays are
+    joined, read from the pack's table.
 
     Callable from ``@numba.njit`` code only.  ``axis`` is a run-time integer, negative counts from
     the end.  ``arrays`` holds arrays of one ndim >= 1, of any layout and dtype; in a 1-d join an
@@ -364,11 +370,26 @@ def linear_join(typingctx, axis, arrays, dtype):
     """
     if not isinstance(axis, types.Integer):
         raise errors.TypingError(f"Join: axis must be an integer, got {axis}")
-    out_type = types.Array(_output_dtype(dtype), _join_ndim(arrays), "C")
+    pack = arrays[0] if len(arrays) == 1 and isinstance(arrays[0], ArrayPackType) else None
+    in_types = types.UniTuple(pack.array_type, pack.count) if pack else arrays
+    out_type = types.Array(_output_dtype(dtype), _join_ndim(in_types), "C")
+
+    def fill_from_tuple(context, builder, tuple_value, table):
+        for k, (entry_type, value) in enumerate(zip(arrays, cgutils.unpack_tuple(builder, tuple_value, len(arrays)))):
+            _store_entry(context, builder, table, k, entry_type, value)
+
+    def fill_from_pack(context, builder, tuple_value, table):
+        items = cgutils.unpack_tuple(builder, tuple_value, 1)[0]
+        with cgutils.for_range(builder, _INTP(pack.count)) as loop:
+            value = builder.load(builder.gep(items, [loop.index]))
+            _store_entry(context, builder, table, loop.index, pack.array_type, value)
+
+    fill = fill_from_pack if pack else fill_from_tuple
 
     def codegen(context, builder, sig, args):
         join_axis = context.cast(builder, args[0], sig.args[0], types.intp)
-        in_values = cgutils.unpack_tuple(builder, args[1], len(arrays))
-        return _emit_join(context, builder, join_axis, list(arrays), in_values, out_type)
+        return _emit_join(
+            context, builder, join_axis, list(in_types), partial(fill, context, builder, args[1]), out_type
+        )
 
     return out_type(axis, arrays, dtype), codegen

@@ -10,7 +10,10 @@ parameters, fed from constant storage cells.
 
 For a graph ``y_i = x_i * 2`` with 32 vector inputs and outputs the source is (nodes abridged)::
 
-    def llvm_graph_fn(x0, x1, ..., x31):
+    def llvm_graph_fn(array_pack_type):
+        x0 = pack_item(array_pack_type, 0)
+        ...
+        x31 = pack_item(array_pack_type, 31)
         # Elemwise{mul}(x0, [2.])
         y0 = elemwise_mul(x0, tensor_constant)
         ...
@@ -25,10 +28,30 @@ import numpy as np
 from pytensor.graph.basic import Constant
 from pytensor.link.numba.dispatch.basic import cache_key_for_constant, numba_typify
 from pytensor.link.utils import unique_name_generator
+from pytensor.tensor.type import TensorType
 
+from intrinsics.argpack import (
+    PACKS_SUPPORTED,
+    ArrayPackType,
+    pack_extend,
+    pack_item,
+    pack_new,
+    pack_release,
+    pack_slice,
+    array_list_new,
+    array_list_store,
+)
 from intrinsics.tuples import flatten_tuple
 
-__all__ = ["MAX_ITEMS", "GraphSource", "call_source", "graph_cache_key", "graph_source", "tuple_source"]
+__all__ = [
+    "MAX_ITEMS",
+    "GraphSource",
+    "PackParam",
+    "call_source",
+    "graph_cache_key",
+    "graph_source",
+    "tuple_source",
+]
 
 MAX_ITEMS = 30
 """The widest call or tuple display CPython still compiles to a single opcode."""
@@ -52,12 +75,72 @@ def call_source(function: str, args: list[str]) -> str:
     return f"{function}(*{tuple_source(args)})"
 
 
+def packed_call_source(function: str, args: list[str], pack: str) -> list[str]:
+    """Lines calling ``function`` on ``args[0]`` and a pack named ``pack`` of the arrays ``args[1:]``:
+    the pack is filled ``MAX_ITEMS - 2`` arrays at a time and released after the call, whose result
+    the last line's caller assigns (``<outputs> = function(args[0], pack)`` goes first)."""
+    arrays = args[1:]
+    step = MAX_ITEMS - 2
+    lines = [f"{pack} = pack_new({len(arrays)}, {tuple_source(arrays[:step])})"]
+    lines += [f"pack_extend({pack}, {i}, {tuple_source(arrays[i : i + step])})" for i in range(step, len(arrays), step)]
+    return lines
+
+
+def array_list_source(name: str, items: list[str]) -> list[str]:
+    """Lines making ``name`` a list of the arrays ``items``, filled ``MAX_ITEMS - 2`` at a time."""
+    step = MAX_ITEMS - 2
+    lines = [f"{name} = array_list_new({len(items)}, {tuple_source(items[:step])})"]
+    lines += [f"array_list_store({name}, {i}, {tuple_source(items[i : i + step])})" for i in range(step, len(items), step)]
+    return lines
+
+
+def takes_pack(node) -> bool:
+    """Does ``node``'s lowering take its arrays as one pack, and are there enough to make it worth it?
+
+    Join and JoinScalars lower to ``linear_join``, which takes a pack; their inputs after the axis must
+    be arrays of one dtype and ndim, more than ``MAX_ITEMS`` of them."""
+    from llvm_backend.scalar_ops import JoinScalars
+    from pytensor.tensor.basic import Join
+
+    arrays = node.inputs[1:]
+    return (
+        PACKS_SUPPORTED
+        and isinstance(node.op, Join | JoinScalars)
+        and len(arrays) > MAX_ITEMS
+        and all(isinstance(a.type, TensorType) for a in arrays)
+        and len({(a.type.dtype, a.type.ndim) for a in arrays}) == 1
+        and arrays[0].type.ndim > 0
+    )
+
+
 def _needs_parameter(value) -> bool:
     """Would numba make ``value`` a dynamic global (which disables the on-disk cache)?"""
     if not isinstance(value, np.ndarray):
         return False
     contiguous = value.flags.c_contiguous or value.flags.f_contiguous
     return not contiguous or value.nbytes > FREEZE_LIMIT
+
+
+@dataclass(frozen=True)
+class PackParam:
+    """A parameter taking the graph inputs at ``positions`` (same dtype and ndim) as one ``ArrayPack``."""
+
+    name: str
+    numba_type: ArrayPackType
+    dtype: np.dtype
+    positions: tuple[int, ...]
+
+
+def pack_groups(inputs) -> dict[tuple[str, int], list[int]]:
+    """(dtype, ndim) -> positions of the tensor ``inputs`` a graph with these inputs (or outputs) takes
+    as packs (or returns in lists): none if there are ``MAX_ITEMS`` or fewer, else each group of two or more."""
+    if len(inputs) <= MAX_ITEMS or not PACKS_SUPPORTED:
+        return {}
+    groups = {}
+    for i, inp in enumerate(inputs):
+        if isinstance(inp.type, TensorType):
+            groups.setdefault((inp.type.dtype, inp.type.ndim), []).append(i)
+    return {key: positions for key, positions in groups.items() if len(positions) > 1}
 
 
 @dataclass
@@ -70,6 +153,14 @@ class GraphSource:
     global_env: dict = field(default_factory=dict)
     constant_params: list = field(default_factory=list)
     """``(name, value)`` of constants passed as trailing parameters."""
+    direct_inputs: list[int] = field(default_factory=list)
+    """Positions of the graph inputs passed as parameters of their own, first, in this order."""
+    packs: list[PackParam] = field(default_factory=list)
+    """The pack parameters, after the direct inputs and before the constants."""
+    direct_outputs: list[int] = field(default_factory=list)
+    """Positions of the graph outputs returned as items of their own, first, in this order."""
+    output_lists: list[tuple[int, ...]] = field(default_factory=list)
+    """Positions of the graph outputs returned in each list, after the direct outputs."""
     node_keys: list = field(default_factory=list)
 
     @property
@@ -79,10 +170,28 @@ class GraphSource:
 
 def graph_source(fgraph, convert_node, name="llvm_graph_fn") -> GraphSource:
     """Write ``fgraph`` as one Python function; ``convert_node(node) -> (fn, key)`` gives each node's."""
-    unique_name = unique_name_generator([name, "flatten_tuple"])
-    graph = GraphSource(name, global_env={"flatten_tuple": flatten_tuple, "__name__": __name__})
+    helpers = {
+        "flatten_tuple": flatten_tuple,
+        "pack_item": pack_item,
+        "pack_new": pack_new,
+        "pack_extend": pack_extend,
+        "pack_release": pack_release,
+        "pack_slice": pack_slice,
+        "array_list_new": array_list_new,
+        "array_list_store": array_list_store,
+    }
+    unique_name = unique_name_generator([name, *helpers])
+    graph = GraphSource(name, global_env={**helpers, "__name__": __name__})
     coords = {inp: (0, i) for i, inp in enumerate(fgraph.inputs)}
     constants = {}
+    packed_at = {}
+    for (dtype, ndim), positions in pack_groups(fgraph.inputs).items():
+        pack_type = ArrayPackType.of(dtype, ndim, len(positions))
+        pack = PackParam(unique_name(pack_type), pack_type, np.dtype(dtype), tuple(positions))
+        graph.packs.append(pack)
+        packed_at |= {fgraph.inputs[i]: (pack, k) for k, i in enumerate(positions)}
+    graph.direct_inputs = [i for i, inp in enumerate(fgraph.inputs) if inp not in packed_at]
+    unpacked = set()
 
     def name_of(var):
         if isinstance(var, Constant) and var not in constants:
@@ -93,21 +202,62 @@ def graph_source(fgraph, convert_node, name="llvm_graph_fn") -> GraphSource:
                 graph.constant_params.append((constants[var], value))
             else:
                 graph.global_env[constants[var]] = value
+        if var in packed_at and var not in unpacked:
+            unpacked.add(var)
+            pack, k = packed_at[var]
+            graph.body.append(f"{unique_name(var)} = pack_item({pack.name}, {k})")
         return constants.get(var) or unique_name(var)
+
+    def input_pack_source(arrays):
+        """A pack expression of ``arrays`` when they are consecutive items of one input pack, else None."""
+        places = [packed_at.get(a) for a in arrays]
+        if None in places or len({pack.name for pack, _ in places}) > 1:
+            return None
+        pack, start = places[0]
+        if [k for _, k in places] != list(range(start, start + len(arrays))):
+            return None
+        if len(arrays) == pack.numba_type.count:
+            return pack.name
+        return f"pack_slice({pack.name}, {start}, {len(arrays)})"
 
     for i, node in enumerate(fgraph.toposort(), start=1):
         fn, key = convert_node(node)
         fn_name = unique_name(fn)
         graph.global_env[fn_name] = fn
-        args = [name_of(inp) for inp in node.inputs]
-        graph.node_keys.append(None if key is None else (tuple(coords[x] for x in node.inputs), key))
         outs = [unique_name(out) for out in node.outputs]
-        coords |= {out: (i, j) for j, out in enumerate(node.outputs)}
         graph.body.append(indent(str(node), "# "))
-        graph.body.append(f"{', '.join(outs)} = {call_source(fn_name, args)}")
-    graph.body.append(f"return {tuple_source([name_of(out) for out in fgraph.outputs])}")
-    graph.params = [unique_name(inp) for inp in fgraph.inputs] + [n for n, _ in graph.constant_params]
+        borrowed = takes_pack(node) and input_pack_source(node.inputs[1:])
+        if borrowed:
+            graph.body.append(f"{', '.join(outs)} = {fn_name}({name_of(node.inputs[0])}, {borrowed})")
+        elif takes_pack(node):
+            args = [name_of(inp) for inp in node.inputs]
+            pack = unique_name(node, force_unique=True)
+            graph.body += packed_call_source(fn_name, args, pack)
+            graph.body.append(f"{', '.join(outs)} = {fn_name}({args[0]}, {pack})")
+            graph.body.append(f"pack_release({pack})")
+        else:
+            args = [name_of(inp) for inp in node.inputs]
+            graph.body.append(f"{', '.join(outs)} = {call_source(fn_name, args)}")
+        graph.node_keys.append(None if key is None else (tuple(coords[x] for x in node.inputs), key))
+        coords |= {out: (i, j) for j, out in enumerate(node.outputs)}
+    out_names = [name_of(out) for out in fgraph.outputs]
+    lists = pack_groups(fgraph.outputs)
+    listed = {i for positions in lists.values() for i in positions}
+    graph.direct_outputs = [i for i in range(len(out_names)) if i not in listed]
+    graph.output_lists = [tuple(positions) for positions in lists.values()]
+    list_names = []
+    for positions in graph.output_lists:
+        list_names.append(unique_name(positions, force_unique=True))
+        graph.body += array_list_source(list_names[-1], [out_names[i] for i in positions])
+    graph.body.append(f"return {tuple_source([out_names[i] for i in graph.direct_outputs] + list_names)}")
+    graph.params = [
+        *(unique_name(fgraph.inputs[i]) for i in graph.direct_inputs),
+        *(pack.name for pack in graph.packs),
+        *(n for n, _ in graph.constant_params),
+    ]
     graph.node_keys.append(("outputs", tuple(coords[out] for out in fgraph.outputs)))
+    graph.node_keys.append(("packs", tuple((str(p.numba_type), p.positions) for p in graph.packs)))
+    graph.node_keys.append(("output lists", tuple(graph.output_lists)))
     return graph
 
 

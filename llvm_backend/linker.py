@@ -6,24 +6,65 @@ from pytensor.link.numba.cache import compile_numba_function_src
 from pytensor.link.numba.dispatch.basic import numba_njit
 from pytensor.link.numba.linker import NumbaLinker
 
-from llvm_backend.codegen import graph_cache_key, graph_source
+from intrinsics.argpack import ArrayPack
+from llvm_backend.codegen import GraphSource, PackParam, graph_cache_key, graph_source
 from llvm_backend.dispatch import CODEGEN_VERSION, llvm_funcify_and_cache_key
 
-__all__ = ["REWRITE_TAG", "LLVMLinker"]
+__all__ = ["REWRITE_TAG", "LLVMLinker", "ListedOutputs", "PackCell"]
 
 REWRITE_TAG = "llvm_backend"
 """The tag of our rewrites in PyTensor's ``optdb``; only the LLVM mode requests it."""
 
 
+class PackCell:
+    """A thunk input for a pack parameter: its ``[0]``, which the thunk reads at each call, is an
+    `ArrayPack` of the current values of the pack's input storage cells."""
+
+    __slots__ = ("cells", "pack")
+
+    def __init__(self, pack: PackParam, cells: list[list]):
+        self.pack = pack
+        self.cells = cells
+
+    def __getitem__(self, index):
+        if index != 0:
+            raise IndexError(index)
+        return ArrayPack(self.pack.numba_type, self.pack.dtype, [cell[0] for cell in self.cells])
+
+
+class ListedOutputs:
+    """The graph function of a graph whose outputs come back partly in lists (``GraphSource.output_lists``):
+    calls ``dispatcher`` and returns the outputs in the graph's order, as PyTensor's thunk expects."""
+
+    __slots__ = ("dispatcher", "n_direct", "order")
+
+    def __init__(self, dispatcher, graph: GraphSource):
+        self.dispatcher = dispatcher
+        self.n_direct = len(graph.direct_outputs)
+        positions = [*graph.direct_outputs, *(i for listed in graph.output_lists for i in listed)]
+        order = sorted(range(len(positions)), key=positions.__getitem__)
+        self.order = None if order == list(range(len(order))) else order
+
+    def __call__(self, *args):
+        result = self.dispatcher(*args)
+        outputs = list(result[: self.n_direct])
+        for listed in result[self.n_direct :]:
+            outputs += listed
+        if self.order is None:
+            return outputs
+        return [outputs[i] for i in self.order]
+
+
 class LLVMLinker(NumbaLinker):
     """A `NumbaLinker` whose nodes are lowered by ``llvm_funcify_and_cache_key``.
 
-    Constants that numba could only embed as dynamic globals are passed to the graph function as
-    trailing arguments (``constant_params``), so the function stays cacheable on disk.
+    The graph function's parameters (``graph``) are the inputs it takes directly, its array packs (a
+    `PackCell` each) and the constants numba could only embed as dynamic globals, which are passed as
+    trailing arguments so the function stays cacheable on disk.
     """
 
     required_rewrites = (*NumbaLinker.required_rewrites, REWRITE_TAG)
-    constant_params: list = []
+    graph: GraphSource | None = None
 
     def fgraph_convert(self, fgraph, storage_map=None, **kwargs):
         def convert_node(node):
@@ -31,7 +72,7 @@ class LLVMLinker(NumbaLinker):
 
         graph = graph_source(fgraph, convert_node)
         key = graph_cache_key(graph, (REWRITE_TAG, CODEGEN_VERSION, config.numba__fastmath))
-        self.constant_params = graph.constant_params
+        self.graph = graph
         py_fn = compile_numba_function_src(
             graph.source,
             graph.name,
@@ -44,12 +85,18 @@ class LLVMLinker(NumbaLinker):
         py_fn, key = fn_and_key
         # PyTensor calls the function through its CPython wrapper only; the C-callable wrapper
         # numba would also build is unused, and for wide signatures it costs as much as the kernel.
-        return numba_njit(
+        dispatcher = numba_njit(
             py_fn,
             final_function=True,
             no_cfunc_wrapper=True,
             cache=key is not None and config.numba__cache,
         )
+        return ListedOutputs(dispatcher, self.graph) if self.graph.output_lists else dispatcher
 
     def create_thunk_inputs(self, storage_map):
-        return super().create_thunk_inputs(storage_map) + [[v] for _, v in self.constant_params]
+        cells = super().create_thunk_inputs(storage_map)
+        return [
+            *(cells[i] for i in self.graph.direct_inputs),
+            *(PackCell(pack, [cells[i] for i in pack.positions]) for pack in self.graph.packs),
+            *([value] for _, value in self.graph.constant_params),
+        ]

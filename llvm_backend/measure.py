@@ -33,6 +33,8 @@ from pytensor import config
 from pytensor.link.numba.dispatch.basic import get_numba_type
 from pytensor.link.numba.linker import NumbaLinker
 
+from intrinsics.argpack import ArrayPack
+
 __all__ = [
     "Allocations",
     "Kernel",
@@ -56,26 +58,34 @@ __all__ = [
 
 
 def numba_dispatcher(fn) -> CPUDispatcher:
-    """The numba dispatcher that a compiled PyTensor ``Function`` calls (``fn.vm.jit_fn``)."""
+    """The numba dispatcher that a compiled PyTensor ``Function`` calls (``fn.vm.jit_fn``, or the dispatcher
+    inside it when the LLVM linker reorders outputs returned in lists)."""
     if not isinstance(fn.maker.linker, NumbaLinker):
         raise TypeError(f"{fn} was not compiled by a Numba linker (linker: {fn.maker.linker})")
-    return fn.vm.jit_fn
+    return getattr(fn.vm.jit_fn, "dispatcher", fn.vm.jit_fn)
 
 
 def prepare_inputs(fn, inputs) -> list:
     """The arguments ``fn`` passes its numba function when called with ``inputs``.
 
     ``inputs`` are converted by their types' ``filter``, as ``fn`` does; shared variables and any
-    constants the linker passes as arguments come from ``fn``'s own storage.
+    constants the linker passes as arguments come from ``fn``'s own storage. Under an `LLVMLinker`
+    the arguments follow its graph function's parameters: direct inputs, array packs, constants.
     """
-    cells = fn.vm.inputs
     explicit = [i for i, spec in enumerate(fn.maker.inputs) if not spec.shared]
     if len(inputs) != len(explicit):
         raise ValueError(f"{fn} takes {len(explicit)} inputs, got {len(inputs)}")
-    args = [cell[0] for cell in cells]
+    values = [container.storage[0] for container in fn.input_storage]
     for i, value in zip(explicit, inputs, strict=True):
-        args[i] = fn.maker.inputs[i].variable.type.filter(value)
-    return args
+        values[i] = fn.maker.inputs[i].variable.type.filter(value)
+    graph = getattr(fn.maker.linker, "graph", None)
+    if graph is None:
+        return values
+    return [
+        *(values[i] for i in graph.direct_inputs),
+        *(ArrayPack(p.numba_type, p.dtype, [values[i] for i in p.positions]) for p in graph.packs),
+        *(value for _, value in graph.constant_params),
+    ]
 
 
 @dataclass(frozen=True)
@@ -131,11 +141,17 @@ def uncached_kernel(fn, arg_types: tuple | None = None) -> Kernel:
     linker = type(fn.maker.linker)()
     with config.change_flags(numba__cache=False):
         converted = linker.fgraph_convert(fn.maker.fgraph)
-        dispatcher = linker.jit_compile(converted)
+        jitted = linker.jit_compile(converted)
+        dispatcher = getattr(jitted, "dispatcher", jitted)
         if arg_types is None:
-            graph_types = [get_numba_type(var.type, layout="C") for var in fn.maker.fgraph.inputs]
-            constants = [typeof(value) for _, value in getattr(linker, "constant_params", ())]
-            arg_types = (*graph_types, *constants)
+            arg_types = [get_numba_type(var.type, layout="C") for var in fn.maker.fgraph.inputs]
+            graph = getattr(linker, "graph", None)
+            if graph is not None:
+                arg_types = (
+                    *(arg_types[i] for i in graph.direct_inputs),
+                    *(pack.numba_type for pack in graph.packs),
+                    *(typeof(value) for _, value in graph.constant_params),
+                )
         return compile_recording_ir(dispatcher, arg_types)
 
 
@@ -216,7 +232,7 @@ def allocations_per_call(fn, inputs, n_calls: int = 100) -> Allocations:
     args = prepare_inputs(fn, inputs)
     jit_fn = numba_dispatcher(fn)
     total = nrt_allocations_per_call(lambda: jit_fn(*args), n_calls)
-    unboxing = sum(isinstance(a, np.ndarray) for a in args)
+    unboxing = sum(len(a.arrays) if isinstance(a, ArrayPack) else isinstance(a, np.ndarray) for a in args)
     return Allocations(total=total, unboxing=unboxing)
 
 

@@ -16,6 +16,7 @@ from numba import typeof
 from pytensor import config
 from pytensor.link.numba.linker import NumbaLinker
 
+from intrinsics.argpack import ArrayPack
 from llvm_backend.coldcompile import cold_compile_seconds
 from llvm_backend.graphs import GRAPHS, Graph
 from llvm_backend.measure import (
@@ -97,9 +98,11 @@ def compile_runner(graph: Graph, mode: str) -> Runner:
 
 
 def _arrays_in(value) -> int:
-    """ndarrays in ``value``, looking into tuples (numba unboxes a tuple's arrays one by one)."""
+    """ndarrays in ``value``, looking into tuples and array packs (numba unboxes their arrays one by one)."""
     if isinstance(value, tuple):
         return sum(_arrays_in(v) for v in value)
+    if isinstance(value, ArrayPack):
+        return len(value.arrays)
     return isinstance(value, np.ndarray)
 
 

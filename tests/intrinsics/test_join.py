@@ -239,13 +239,18 @@ def emit_join_module(in_types):
         builder, context.call_conv.get_arguments(fn)
     )
     values = cgutils.unpack_tuple(builder, arrays, len(in_types))
+
+    def fill_table(table):
+        for k, (entry_type, value) in enumerate(zip(in_types, values)):
+            _store_entry(context, builder, table, k, entry_type, value)
+
     # The allocator helper is compiled on demand, with the flags and into the library of the
     # compile in progress.
     flags = Flags()
     flags.nrt = True
     library = context.codegen().create_library("emit_join")
     with ConfigStack().enter(flags), context.push_code_library(library):
-        out = _emit_join(context, builder, axis, in_types, values, out_type)
+        out = _emit_join(context, builder, axis, in_types, fill_table, out_type)
     context.call_conv.return_value(builder, out)
     return module
 

@@ -2,6 +2,7 @@ import ast
 import operator
 from functools import reduce
 
+import llvmlite.binding as llvm
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
@@ -9,7 +10,7 @@ import pytest
 
 import llvm_backend  # noqa: F401
 from llvm_backend.codegen import MAX_ITEMS, call_source, tuple_source
-from llvm_backend.measure import unoptimized_ir_size
+from llvm_backend.measure import uncached_kernel, unoptimized_ir_size
 from llvm_backend.testing import compare_llvm_numba_and_py
 
 
@@ -77,4 +78,79 @@ def test_non_contiguous_constants_become_arguments():
     out = sum(c * x[i] for i, c in enumerate(columns))
     fn, result = compare_llvm_numba_and_py([x], out, [np.arange(4.0)])
     np.testing.assert_allclose(result, design @ np.arange(4.0))
-    assert len(fn.maker.linker.constant_params) == 4
+    assert len(fn.maker.linker.graph.constant_params) == 4
+
+
+def _mixed_inputs(n):
+    """``n`` inputs cycling through float64 vectors (C, strided, reversed), int32 vectors, float64
+    matrices (Fortran) and 0-d float64, with values."""
+    kinds = [
+        (pt.dvector, lambda i: np.arange(5.0) + i),
+        (pt.dvector, lambda i: (np.arange(10.0) - i)[::2]),
+        (pt.ivector, lambda i: (np.arange(5) * i).astype("int32")),
+        (pt.dmatrix, lambda i: np.asfortranarray(np.arange(6.0).reshape(2, 3) * i)),
+        (pt.dscalar, lambda i: np.array(0.5 * i)),
+        (pt.dvector, lambda i: (np.arange(5.0) * i)[::-1]),
+    ]
+    variables, values = [], []
+    for i in range(n):
+        make, value = kinds[i % len(kinds)]
+        variables.append(make(f"v{i}"))
+        values.append(value(i))
+    return variables, values
+
+
+@pytest.mark.parametrize("n", [31, 45])
+def test_wide_graphs_with_mixed_inputs_and_outputs_pack_and_list_them(n):
+    vs, values = _mixed_inputs(n)
+    outs = [v * 2 for v in vs] + [vs[0], vs[3], vs[0] * 2]
+    fn, _ = compare_llvm_numba_and_py(vs, outs, values)
+    graph = fn.maker.linker.graph
+    assert {str(p.numba_type.array_type) for p in graph.packs} >= {"array(float64, 1d, A)", "array(int32, 1d, A)"}
+    assert len(graph.output_lists) >= 3
+    assert sorted(graph.direct_outputs + [i for listed in graph.output_lists for i in listed]) == list(range(len(outs)))
+
+
+def test_joins_of_input_slices_and_of_intermediates():
+    xs, values = _vectors(70)
+    axis = pt.iscalar("axis")
+    outs = [
+        pt.concatenate(xs[5:45]),
+        pt.join(axis, *[x * (i + 1) for i, x in enumerate(xs[:40])]),
+        pt.concatenate(xs[::-1][:35]),
+    ]
+    fn, results = compare_llvm_numba_and_py([axis, *xs], outs, [np.int32(-1), *values])
+    source = fn.maker.linker.graph.source
+    assert "pack_slice(" in source and "pack_new(" in source and "pack_release(" in source
+    np.testing.assert_array_equal(results[0], np.concatenate(values[5:45]))
+
+
+def test_a_wrong_input_to_a_packed_graph_is_a_type_error_even_when_trusted():
+    xs, values = _vectors(40)
+    fn = pytensor.function(xs, pt.concatenate(xs), mode="LLVM", trust_input=True)
+    np.testing.assert_array_equal(fn(*values), np.concatenate(values))
+    for bad in (np.zeros((2, 2)), np.zeros(4, "float32"), [1.0] * 4):
+        with pytest.raises(TypeError, match="array pack item 7"):
+            fn(*values[:7], bad, *values[8:])
+    untrusted = pytensor.function(xs, pt.concatenate(xs), mode="LLVM")
+    with pytest.raises(TypeError):
+        untrusted(*values[:7], np.zeros((2, 2)), *values[8:])
+
+
+def test_wrapper_and_signatures_do_not_grow_with_packed_inputs():
+    """With packed inputs and listed outputs, numba's CPython wrapper of the graph function is the same
+    size at 64 and 128 vectors, and no function it emits takes more than a few dozen parameters (a
+    function of 128 arrays passed one by one takes 7 per array)."""
+
+    def shape(n):
+        xs, _ = _vectors(n)
+        fn = pytensor.function(xs, [x * 2 for x in xs] + [pt.concatenate(xs)], mode="LLVM")
+        module = llvm.parse_assembly(uncached_kernel(fn).optimized_ir)
+        defined = [f for f in module.functions if not f.is_declaration]
+        wrapper = [f for f in defined if f.name.startswith("_ZN7cpython")]
+        assert len(wrapper) == 1
+        return sum(1 for b in wrapper[0].blocks for _ in b.instructions), max(len(list(f.arguments)) for f in defined)
+
+    (wrapper_64, widest_64), (wrapper_128, widest_128) = shape(64), shape(128)
+    assert wrapper_64 == wrapper_128
+    assert widest_64 == widest_128 < 40

@@ -1,0 +1,373 @@
+"""Array packs: many arrays of one dtype and ndim passed to a compiled function as one argument.
+
+numba's CPython wrapper unboxes each array argument with its own unrolled code and passes each array to
+the compiled function as seven or more scalars, so a function of 240 vectors gets a wrapper of thousands
+of instructions around one call with 1,680 operands, whose basic block LLVM's instruction selection and
+post-RA scheduler take superlinear time over (5 s for 240 vectors, against 0.8 s for 60). An
+`ArrayPack` is one argument: its unboxing is one loop over the arrays, filling a stack table of array
+structs in the wrapper's frame, and the compiled function receives a pointer to that table and reads
+array ``i`` with `pack_item` (a load and an incref).
+
+A compiled function also builds packs of its own values in its frame (`pack_new`, `pack_extend`,
+`pack_release`), to hand many arrays to another compiled function as one pointer instead of an aggregate
+of hundreds of fields, which LLVM's InstCombine and numba's RefPrune take superlinear time over.
+
+Many results go back to Python the same way: in a list (`array_list_new`, `array_list_store`), which
+numba boxes in one loop, where it boxes a tuple of arrays with code per item.
+
+Items are checked in the loop before they are unboxed: each must be an ndarray of the pack's ndim whose
+dtype equals the pack's (a TypeError names the first that is not), so a wrong item raises instead of being
+read with the wrong element type or shape. ndim and dtype are read from numpy's public array struct
+(``PyArrayObject_fields``), whose offsets are checked against a live array at import (`PACKS_SUPPORTED`).
+Items are typed with layout ``A`` (any strides), as one pack holds C, Fortran and strided arrays alike;
+0-d items are ``C``, which every 0-d array is.
+
+The wrapper code one pack of 1-d float64 arrays unboxes to is, as Python::
+
+    arrays, dtype = pack.arrays, pack.dtype
+    if len(arrays) != count: raise TypeError
+    for i in range(count):
+        a = arrays[i]
+        if not (type(a) is np.ndarray or isinstance(a, np.ndarray)) or a.ndim != 1:
+            release(table[:i]); raise TypeError
+        if a.dtype is not dtype and a.dtype != dtype:
+            release(table[:i]); raise TypeError
+        table[i] = NRT_adapt_ndarray_from_python(a)
+    compiled_function(..., &table, ...)
+    release(table[:count])
+"""
+
+import ctypes
+
+import numpy as np
+from llvmlite import ir
+from numba.core import cgutils, errors, types
+from numba.core.imputils import impl_ret_new_ref
+from numba.cpython.listobj import ListInstance
+from numba.core.datamodel import models
+from numba.extending import NativeValue, intrinsic, register_model, unbox
+from numba.np import numpy_support
+
+__all__ = [
+    "PACKS_SUPPORTED",
+    "ArrayPack",
+    "ArrayPackType",
+    "pack_extend",
+    "pack_item",
+    "pack_new",
+    "pack_release",
+    "pack_slice",
+    "array_list_new",
+    "array_list_store",
+    "array_list_type",
+]
+
+OB_TYPE_OFFSET = 8
+ND_OFFSET = 24
+DESCR_OFFSET = 56
+"""Byte offsets of ``ob_type``, ``nd`` and ``descr`` in ``PyArrayObject_fields`` (64-bit CPython)."""
+
+PY_EQ = 2
+
+
+def _abi_holds() -> bool:
+    """Do the offsets above read a live array's type, ndim and dtype?"""
+    a = np.empty((2, 3, 4), dtype=np.int16)[:, ::2]
+    read = ctypes.c_void_p.from_address
+    return (
+        ctypes.sizeof(ctypes.c_void_p) == 8
+        and read(id(a) + OB_TYPE_OFFSET).value == id(np.ndarray)
+        and ctypes.c_int.from_address(id(a) + ND_OFFSET).value == a.ndim
+        and read(id(a) + DESCR_OFFSET).value == id(a.dtype)
+    )
+
+
+PACKS_SUPPORTED = _abi_holds()
+"""Whether this interpreter's ndarray layout is the one the unboxing reads; if not, nothing is packed."""
+
+
+class ArrayPackType(types.Type):
+    """``count`` arrays of one dtype and ndim; the value is a pointer to a table of their structs."""
+
+    def __init__(self, dtype: types.Type, ndim: int, count: int):
+        self.array_type = types.Array(dtype, ndim, "C" if ndim == 0 else "A")
+        self.count = count
+        super().__init__(name=f"ArrayPack({self.array_type}, {count})")
+
+    @classmethod
+    def of(cls, dtype, ndim: int, count: int) -> "ArrayPackType":
+        """The pack type of ``count`` arrays of numpy ``dtype`` and ``ndim`` dimensions."""
+        return cls(numpy_support.from_dtype(np.dtype(dtype)), ndim, count)
+
+
+@register_model(ArrayPackType)
+class ArrayPackModel(models.PrimitiveModel):
+    def __init__(self, dmm, fe_type):
+        super().__init__(dmm, fe_type, dmm.lookup(fe_type.array_type).get_value_type().as_pointer())
+
+
+class ArrayPack:
+    """What a compiled function receives for an `ArrayPackType` parameter: its arrays, as a list.
+
+    ``_numba_type_`` makes numba's dispatcher type the pack from the attribute alone, in C; the arrays
+    are checked as they are unboxed.
+    """
+
+    __slots__ = ("_numba_type_", "arrays", "dtype")
+    ndarray = np.ndarray
+
+    def __init__(self, numba_type: ArrayPackType, dtype: np.dtype, arrays: list):
+        self._numba_type_ = numba_type
+        self.dtype = dtype
+        self.arrays = arrays
+
+
+def _call(builder, pyapi, name, restype, args):
+    fn = pyapi._get_function(ir.FunctionType(restype, [a.type for a in args]), name=name)
+    return builder.call(fn, args)
+
+
+def _field(builder, obj, offset, ty):
+    raw = builder.bitcast(obj, ir.IntType(8).as_pointer())
+    return builder.load(builder.bitcast(builder.gep(raw, [ir.Constant(ir.IntType(64), offset)]), ty.as_pointer()))
+
+
+def _is_item(builder, pyapi, item, ndarray, dtype, ndim):
+    """An i1: is ``item`` an ndarray of ``ndim`` dimensions whose dtype equals ``dtype``?"""
+    i8p = ir.IntType(8).as_pointer()
+    ok = cgutils.alloca_once_value(builder, cgutils.false_bit)
+    exact = builder.icmp_unsigned("==", _field(builder, item, OB_TYPE_OFFSET, i8p), builder.bitcast(ndarray, i8p))
+    with builder.if_else(exact, likely=True) as (is_exact, maybe_subclass):
+        with is_exact:
+            builder.store(cgutils.true_bit, ok)
+        with maybe_subclass:
+            isinstance_ = _call(builder, pyapi, "PyObject_IsInstance", ir.IntType(32), [item, ndarray])
+            builder.store(builder.icmp_signed("==", isinstance_, ir.Constant(ir.IntType(32), 1)), ok)
+    with builder.if_then(builder.load(ok), likely=True):
+        nd = _field(builder, item, ND_OFFSET, ir.IntType(32))
+        builder.store(builder.icmp_signed("==", nd, ir.Constant(ir.IntType(32), ndim)), ok)
+    with builder.if_then(builder.load(ok), likely=True):
+        descr = _field(builder, item, DESCR_OFFSET, pyapi.pyobj)
+        same = builder.icmp_unsigned("==", descr, dtype)
+        with builder.if_then(builder.not_(same), likely=False):
+            equal = _call(builder, pyapi, "PyObject_RichCompareBool", ir.IntType(32), [descr, dtype, ir.Constant(ir.IntType(32), PY_EQ)])
+            builder.store(builder.icmp_signed("==", equal, ir.Constant(ir.IntType(32), 1)), ok)
+    return builder.load(ok)
+
+
+def _release(context, builder, typ, table, count):
+    """Drop the references of the first ``count`` array structs in ``table``."""
+    with cgutils.for_range(builder, count) as loop:
+        context.nrt.decref(builder, typ.array_type, builder.load(builder.gep(table, [loop.index])))
+
+
+@unbox(ArrayPackType)
+def unbox_array_pack(typ, obj, c):
+    builder, pyapi, context = c.builder, c.pyapi, c.context
+    intp = context.get_value_type(types.intp)
+    count = ir.Constant(intp, typ.count)
+    table = cgutils.alloca_once(builder, context.get_value_type(typ.array_type), size=typ.count, name="pack")
+    failed = cgutils.alloca_once_value(builder, cgutils.true_bit)
+    unboxed = cgutils.alloca_once_value(builder, ir.Constant(intp, 0))
+    arrays = pyapi.object_getattr_string(obj, "arrays")
+    dtype = pyapi.object_getattr_string(obj, "dtype")
+    ndarray = pyapi.object_getattr_string(obj, "ndarray")
+    got_all = builder.and_(cgutils.is_not_null(builder, arrays), cgutils.is_not_null(builder, dtype))
+    got_all = builder.and_(got_all, cgutils.is_not_null(builder, ndarray))
+    with builder.if_then(got_all, likely=True):
+        size = pyapi.list_size(arrays)
+        with builder.if_else(builder.icmp_signed("==", size, count), likely=True) as (right_size, wrong_size):
+            with wrong_size:
+                with builder.if_then(cgutils.is_null(builder, pyapi.err_occurred()), likely=True):
+                    pyapi.err_format("PyExc_TypeError", f"an array pack of {typ.count} arrays was given %zd", size)
+            with right_size:
+                builder.store(cgutils.false_bit, failed)
+                with cgutils.for_range(builder, count) as loop:
+                    item = pyapi.list_getitem(arrays, loop.index)
+                    with builder.if_then(builder.not_(_is_item(builder, pyapi, item, ndarray, dtype, typ.array_type.ndim)), likely=False):
+                        pyapi.err_format(
+                            "PyExc_TypeError",
+                            f"array pack item %zd is not a {typ.array_type.ndim}-d array of dtype %S: %R",
+                            loop.index,
+                            dtype,
+                            item,
+                        )
+                        builder.store(cgutils.true_bit, failed)
+                        loop.do_break()
+                    slot = builder.gep(table, [loop.index])
+                    status = pyapi.nrt_adapt_ndarray_from_python(item, builder.bitcast(slot, pyapi.voidptr))
+                    with builder.if_then(cgutils.is_not_null(builder, status), likely=False):
+                        pyapi.err_set_string("PyExc_MemoryError", "could not unbox an array pack item")
+                        builder.store(cgutils.true_bit, failed)
+                        loop.do_break()
+                    builder.store(builder.add(loop.index, ir.Constant(intp, 1)), unboxed)
+    for ref in (arrays, dtype, ndarray):
+        pyapi.decref(ref)
+    with builder.if_then(builder.load(failed), likely=False):
+        _release(context, builder, typ, table, builder.load(unboxed))
+
+    def cleanup():
+        _release(context, builder, typ, table, count)
+
+    return NativeValue(table, is_error=builder.load(failed), cleanup=cleanup)
+
+
+@intrinsic
+def pack_item(typingctx, pack, index):
+    """Array ``index`` of ``pack`` (a new reference). ``index`` is a literal below the pack's count."""
+    if not isinstance(pack, ArrayPackType) or not isinstance(index, types.IntegerLiteral):
+        return None
+    if not 0 <= index.literal_value < pack.count:
+        raise IndexError(f"item {index.literal_value} of {pack}")
+
+    def codegen(context, builder, signature, args):
+        table, _ = args
+        value = builder.load(builder.gep(table, [ir.Constant(ir.IntType(64), index.literal_value)]))
+        context.nrt.incref(builder, pack.array_type, value)
+        return value
+
+    return pack.array_type(pack, index), codegen
+
+
+def _items_type(pack: ArrayPackType, items) -> None:
+    """Check that every array of the tuple ``items`` fits ``pack``'s array type (a TypingError if not)."""
+    if not isinstance(items, types.BaseTuple):
+        raise errors.TypingError(f"array pack items must be a tuple, got {items}")
+    for item in items:
+        if not (isinstance(item, types.Array) and item.dtype == pack.array_type.dtype and item.ndim == pack.array_type.ndim):
+            raise errors.TypingError(f"{item} cannot go in {pack}")
+
+
+def _store_items(context, builder, pack, table, start, items_type, items):
+    for k, (item_type, value) in enumerate(zip(items_type, cgutils.unpack_tuple(builder, items, len(items_type)))):
+        context.nrt.incref(builder, item_type, value)
+        value = context.cast(builder, value, item_type, pack.array_type)
+        builder.store(value, builder.gep(table, [ir.Constant(ir.IntType(64), start + k)]))
+
+
+@intrinsic
+def pack_new(typingctx, count, items):
+    """A new pack of ``count`` (a literal) arrays in this function's frame, holding the tuple ``items``
+    first; `pack_extend` stores the rest. The pack holds a reference to each item until `pack_release`."""
+    if not isinstance(count, types.IntegerLiteral) or not isinstance(items, types.BaseTuple) or not len(items):
+        return None
+    first = items[0]
+    if not isinstance(first, types.Array):
+        raise errors.TypingError(f"array pack items must be arrays, got {first}")
+    pack = ArrayPackType(first.dtype, first.ndim, count.literal_value)
+    _items_type(pack, items)
+    if len(items) > pack.count:
+        raise errors.TypingError(f"{len(items)} items cannot go in {pack}")
+
+    def codegen(context, builder, signature, args):
+        table = cgutils.alloca_once(builder, context.get_value_type(pack.array_type), size=pack.count, name="pack")
+        _store_items(context, builder, pack, table, 0, items, args[1])
+        return table
+
+    return pack(count, items), codegen
+
+
+@intrinsic
+def pack_extend(typingctx, pack, start, items):
+    """Store the tuple ``items`` in ``pack`` from position ``start`` (a literal) on."""
+    if not isinstance(pack, ArrayPackType) or not isinstance(start, types.IntegerLiteral):
+        return None
+    _items_type(pack, items)
+    if not 0 <= start.literal_value <= pack.count - len(items):
+        raise errors.TypingError(f"{len(items)} items from {start.literal_value} cannot go in {pack}")
+
+    def codegen(context, builder, signature, args):
+        _store_items(context, builder, pack, args[0], start.literal_value, items, args[2])
+        return context.get_dummy_value()
+
+    return types.none(pack, start, items), codegen
+
+
+@intrinsic
+def pack_release(typingctx, pack):
+    """Drop the references a pack made by `pack_new` holds (once every item is stored)."""
+    if not isinstance(pack, ArrayPackType):
+        return None
+
+    def codegen(context, builder, signature, args):
+        _release(context, builder, pack, args[0], ir.Constant(ir.IntType(64), pack.count))
+        return context.get_dummy_value()
+
+    return types.none(pack), codegen
+
+
+@intrinsic
+def pack_slice(typingctx, pack, start, count):
+    """The pack of ``pack``'s arrays ``start`` to ``start + count`` (literals), sharing its table."""
+    if not all(isinstance(n, types.IntegerLiteral) for n in (start, count)) or not isinstance(pack, ArrayPackType):
+        return None
+    if not (0 <= start.literal_value and 0 < count.literal_value <= pack.count - start.literal_value):
+        raise errors.TypingError(f"items {start.literal_value}:+{count.literal_value} of {pack}")
+    sliced = ArrayPackType(pack.array_type.dtype, pack.array_type.ndim, count.literal_value)
+
+    def codegen(context, builder, signature, args):
+        return builder.gep(args[0], [ir.Constant(ir.IntType(64), start.literal_value)])
+
+    return sliced(pack, start, count), codegen
+
+
+def array_list_type(array: types.Array) -> types.List:
+    """The list type `array_list_new` makes for arrays of ``array``'s dtype and ndim (layout ``A``)."""
+    return types.List(types.Array(array.dtype, array.ndim, "C" if array.ndim == 0 else "A"))
+
+
+def _store_list_items(context, builder, list_type, instance, start, items_type, items):
+    values = cgutils.unpack_tuple(builder, items, len(items_type))
+    for k, (item_type, value) in enumerate(zip(items_type, values)):
+        value = context.cast(builder, value, item_type, list_type.dtype)
+        instance.setitem(ir.Constant(ir.IntType(64), start + k), value, incref=True, decref_old_value=False)
+
+
+def _list_items_fit(list_type, items):
+    if not isinstance(items, types.BaseTuple):
+        raise errors.TypingError(f"array list items must be a tuple, got {items}")
+    for item in items:
+        if not (isinstance(item, types.Array) and array_list_type(item) == list_type):
+            raise errors.TypingError(f"{item} cannot go in {list_type}")
+
+
+@intrinsic
+def array_list_new(typingctx, count, items):
+    """A new list of ``count`` (a literal) arrays, holding the tuple ``items`` first; `array_list_store`
+    stores the rest before the list is read or returned."""
+    if not isinstance(count, types.IntegerLiteral) or not isinstance(items, types.BaseTuple) or not len(items):
+        return None
+    if not isinstance(items[0], types.Array):
+        raise errors.TypingError(f"array list items must be arrays, got {items[0]}")
+    list_type = array_list_type(items[0])
+    _list_items_fit(list_type, items)
+    if len(items) > count.literal_value:
+        raise errors.TypingError(f"{len(items)} items cannot go in a list of {count.literal_value}")
+
+    def codegen(context, builder, signature, args):
+        instance = ListInstance.allocate(context, builder, list_type, count.literal_value)
+        instance.size = ir.Constant(ir.IntType(64), count.literal_value)
+        _store_list_items(context, builder, list_type, instance, 0, items, args[1])
+        return impl_ret_new_ref(context, builder, list_type, instance.value)
+
+    return list_type(count, items), codegen
+
+
+@intrinsic
+def array_list_store(typingctx, array_list, start, items):
+    """Store the tuple ``items`` in a list made by `array_list_new`, from position ``start`` (a literal) on."""
+    if not isinstance(array_list, types.List) or not isinstance(start, types.IntegerLiteral):
+        return None
+    _list_items_fit(array_list, items)
+
+    def codegen(context, builder, signature, args):
+        instance = ListInstance(context, builder, array_list, args[0])
+        with builder.if_then(
+            builder.icmp_signed("<", instance.size, ir.Constant(ir.IntType(64), start.literal_value + len(items))),
+            likely=False,
+        ):
+            context.call_conv.return_user_exc(builder, IndexError, ("array list store out of range",))
+        _store_list_items(context, builder, array_list, instance, start.literal_value, items, args[2])
+        return context.get_dummy_value()
+
+    return types.none(array_list, start, items), codegen

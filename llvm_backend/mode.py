@@ -6,8 +6,10 @@ from pytensor.compile.mode import (
     predefined_linkers,
     predefined_modes,
 )
+from pytensor.graph.rewriting.basic import in2out
 from pytensor.graph.rewriting.db import RewriteDatabaseQuery, SequenceDB
 
+from llvm_backend.hoist import hoist_invariants
 from llvm_backend.linker import REWRITE_TAG, LLVMLinker
 from llvm_backend.scalarize import ScalarizeGraph
 
@@ -19,6 +21,9 @@ REWRITES_NAME = "llvm_backend_rewrites"
 
 llvm_rewrites = SequenceDB()
 """Rewrites run only in the LLVM mode (anything using `LLVMLinker`)."""
+llvm_rewrites.register(
+    "hoist_invariants", in2out(hoist_invariants, name="hoist_invariants"), "fast_run", REWRITE_TAG, position=0.5
+)
 llvm_rewrites.register("scalarize", ScalarizeGraph(), "fast_run", REWRITE_TAG, position=1)
 
 LLVM = Mode(

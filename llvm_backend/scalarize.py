@@ -85,6 +85,7 @@ class ScalarizeGraph(GraphRewriter):
 
     def apply(self, fgraph):
         scalar_of = {}
+        self._reads = {}
         for node in fgraph.toposort():
             if node in fgraph.apply_nodes:  # consumers replaced so far may have pruned their producers
                 self._visit(fgraph, node, scalar_of)
@@ -109,6 +110,8 @@ class ScalarizeGraph(GraphRewriter):
         elif _fully_indexed(node):
             scalar_of[node.outputs[0]] = ScalarSubtensor(op)(*node.inputs)
         elif isinstance(op, Elemwise) and all(map(_size_one, node.inputs + node.outputs)):
+            if self._only_boxes_move(fgraph, node, scalar_of):
+                return
             scalars = op.scalar_op.make_node(*(self._scalar(i, scalar_of) for i in node.inputs)).outputs
             scalar_of.update(zip(node.outputs, scalars, strict=True))
         elif isinstance(op, Elemwise):
@@ -119,6 +122,17 @@ class ScalarizeGraph(GraphRewriter):
             replacements = self._join(node, scalar_of)
         if replacements:
             fgraph.replace_all_validate(replacements, reason="scalarize")
+
+    def _only_boxes_move(self, fgraph, node, scalar_of) -> bool:
+        """Would scalarizing this size-1 ``node`` only trade its output array for a box?
+
+        So it is when no input has a realised scalar and every output is read only as a graph output:
+        the box allocates as the stock output would, and stock's inplace pass may write the output in an
+        input's buffer (a scan step updating a scalar state allocates nothing), which a box cannot.
+        """
+        return all(self._realised(i, scalar_of) is None for i in node.inputs) and all(
+            out in fgraph.outputs and len(fgraph.clients[out]) == 1 for out in node.outputs
+        )
 
     @staticmethod
     def _realised(var, scalar_of):
@@ -134,7 +148,14 @@ class ScalarizeGraph(GraphRewriter):
         realised = self._realised(var, scalar_of)
         if realised is not None:
             return realised
-        return scalar_from_tensor(var.dimshuffle([]) if var.ndim else var)
+        # Read the size-1 value under any chain of size-1 DimShuffles (an ExpandDims of a 0-d input
+        # that fusion made for a loop), once per value for the whole walk.
+        base = var
+        while base.owner is not None and isinstance(base.owner.op, DimShuffle) and _size_one(base.owner.inputs[0]):
+            base = base.owner.inputs[0]
+        if base not in self._reads:
+            self._reads[base] = scalar_from_tensor(base.dimshuffle([]) if base.ndim else base)
+        return self._reads[base]
 
     def _mixed_elemwise(self, node, scalar_of):
         """Size-1 inputs with a realised scalar are passed as scalars; the rest stay arrays.

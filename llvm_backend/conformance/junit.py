@@ -1,5 +1,6 @@
 """Outcomes of a pytest run, read from its JUnit XML report (``--junitxml``)."""
 
+import re
 from collections import Counter
 from pathlib import Path
 from xml.etree import ElementTree
@@ -22,10 +23,24 @@ def outcome(case: ElementTree.Element) -> str:
     return "passed"
 
 
+ADDRESS = re.compile(r" at 0x[0-9a-f]+")
+"""An object's address in a parameter id (``<function <lambda> at 0x7f...>``), which differs between runs."""
+
+
+def test_id(case: ElementTree.Element) -> str:
+    """``classname::name`` with object addresses masked, so two runs of one suite name a test alike."""
+    return ADDRESS.sub(" at 0x…", f"{case.get('classname')}::{case.get('name')}")
+
+
 def read_outcomes(path: Path) -> dict[str, str]:
-    """Test id (``classname::name``; a collection error has the module path as name) -> outcome."""
-    cases = ElementTree.parse(path).getroot().iter("testcase")
-    return {f"{case.get('classname')}::{case.get('name')}": outcome(case) for case in cases}
+    """Test id (`test_id`; a collection error has the module path as name) -> outcome. Ids that masking
+    made equal are told apart by their order, `` #2`` on the second and so on."""
+    outcomes, seen = {}, Counter()
+    for case in ElementTree.parse(path).getroot().iter("testcase"):
+        name = test_id(case)
+        seen[name] += 1
+        outcomes[name if seen[name] == 1 else f"{name} #{seen[name]}"] = outcome(case)
+    return outcomes
 
 
 def count(outcomes: dict[str, str]) -> dict[str, int]:

@@ -56,6 +56,12 @@ def parse_args(argv):
     )
     parser.add_argument("-k", dest="keyword", help="pytest's -k expression")
     parser.add_argument(
+        "--reuse-stock",
+        action="store_true",
+        help="take the NUMBA run's outcomes from the last run's JUnit report in the logs, if there is one"
+        " (the stock run does not depend on our code); run LLVM only",
+    )
+    parser.add_argument(
         "--concurrent",
         action="store_true",
         help="run NUMBA and LLVM at the same time, writing their output to the logs only",
@@ -137,17 +143,25 @@ def run_suite(args, tree: Path, logs: Path) -> tuple[dict[str, dict[str, str]], 
     """Run every ``RUNS`` entry; return run name -> test outcomes, and run name -> pytest's output."""
     selection = [*(["-k", args.keyword] if args.keyword else []), *(resolve(tree, f) for f in args.files)]
     env = suite_environment(tree)
-    runs = {name: [*run_args, f"--junitxml={logs / name}.xml", *selection] for name, run_args in RUNS.items()}
+    reused = {"NUMBA"} if args.reuse_stock and (logs / "NUMBA.xml").exists() else set()
+    runs = {
+        name: [*run_args, f"--junitxml={logs / name}.xml", *selection]
+        for name, run_args in RUNS.items()
+        if name not in reused
+    }
     for name in runs:
         (logs / f"{name}.xml").unlink(missing_ok=True)
+    for name in reused:
+        print(f"== {name}: reusing {logs / name}.xml", flush=True)
     with tempfile.TemporaryDirectory() as links:
         env["PYTHONPATH"] = import_path(Path(links))
         if args.concurrent:
             outputs = run_pytest_concurrently(runs, tree, env, logs)
         else:
             outputs = {name: run_pytest(name, run_args, tree, env, logs) for name, run_args in runs.items()}
+    outputs |= {name: (logs / f"{name}.log").read_text() for name in reused}
     results = {}
-    for name in runs:
+    for name in RUNS:
         junit = logs / f"{name}.xml"
         if not junit.exists():
             sys.exit(f"the {name} run wrote no JUnit report: see {logs / name}.log")

@@ -132,6 +132,10 @@ JUNIT = """<?xml version="1.0" encoding="utf-8"?>
   <testcase classname="tests.link.numba.test_a" name="test_skip"><skipped type="pytest.skip" message="no"/></testcase>
   <testcase classname="tests.link.numba.test_a" name="test_xf"><skipped type="pytest.xfail" message="bug"/></testcase>
   <testcase classname="" name="tests.link.numba.test_b"><error message="collection failure"/></testcase>
+  <testcase classname="tests.link.numba.test_c" name="test_fn[&lt;function &lt;lambda&gt; at 0x7f885061f2e0&gt;-2]"/>
+  <testcase classname="tests.link.numba.test_c" name="test_fn[&lt;function &lt;lambda&gt; at 0x7f885061f380&gt;-2]">
+    <failure/>
+  </testcase>
 </testsuite></testsuites>
 """
 
@@ -167,8 +171,10 @@ def test_read_outcomes_and_count(tmp_path):
         "tests.link.numba.test_a::test_skip": "skipped",
         "tests.link.numba.test_a::test_xf": "xfailed",
         "::tests.link.numba.test_b": "error",
+        "tests.link.numba.test_c::test_fn[<function <lambda> at 0x…>-2]": "passed",
+        "tests.link.numba.test_c::test_fn[<function <lambda> at 0x…>-2] #2": "failed",
     }
-    assert count(outcomes) == {"passed": 1, "failed": 2, "xfailed": 1, "skipped": 1, "error": 2}
+    assert count(outcomes) == {"passed": 2, "failed": 3, "xfailed": 1, "skipped": 1, "error": 2}
 
 
 def test_regressions_and_table():
@@ -202,6 +208,12 @@ def test_runner_substitutes_llvm_everywhere(repo, tmp_path, capsys, concurrent):
     assert "Passing under NUMBA, not under LLVM: 1\n  failed   tests.link.numba.test_basic::test_stock_only" in out
     assert code == 1
     assert not Path(cache, "pytensor-tests", TAG, "pyproject.toml").exists()
+
+    again = main(["--pytensor-repo", str(repo), "--tag", TAG, "--cache-dir", str(cache), "--reuse-stock", "test_basic.py", "test_user.py"])
+    out = capsys.readouterr().out
+    assert "== NUMBA: reusing" in out and "== LLVM: " in out
+    assert "| NUMBA | 7 | 0 | 1 | 1 | 0 | 9 |" in out and "| LLVM | 6 | 1 | 1 | 1 | 0 | 9 |" in out
+    assert again == 1
 
 
 def test_plugin_fails_a_session_that_compiles_nothing(repo, tmp_path):

@@ -2,8 +2,10 @@
 place in ``--quick``.
 
 Families: Join against ``np.concatenate`` over N vectors of 16 and the four geometries of the Join
-seed (``join/vectors_60`` is its first, 60 1-D vectors of 16 on axis 0); full reductions and scalar
-indexing consumed by scalar math; PyMC-shaped logp+gradient graphs.
+seed (``join/vectors_60`` is its first, 60 1-D vectors of 16 on axis 0); the wide-graph issue's graphs
+over N (N outputs ``x_i * 2``, one output summing N sums); full reductions and scalar indexing consumed
+by scalar math; PyMC-shaped logp+gradient graphs, and a 65-parameter regression model whose constant
+400x48 design matrix is used column by column.
 """
 
 import re
@@ -17,7 +19,17 @@ from pytensor.graph.basic import Constant
 from pytensor.graph.traversal import ancestors
 
 from bench import references
-from llvm_backend.graphs import Graph, concatenate, join_arrays, logp_grad, reduction, scalar_index
+from llvm_backend.graphs import (
+    Graph,
+    concatenate,
+    join_arrays,
+    logp_grad,
+    reduction,
+    regression,
+    scalar_index,
+    sum_of_sums,
+    times_two,
+)
 from llvm_backend.measure import defined_instruction_count, recording_ir_modules
 
 __all__ = ["CASES", "MODES", "QUICK_CASES", "REFERENCE", "Case", "cold_compile_job", "select_cases"]
@@ -27,6 +39,7 @@ MODES = ("NUMBA", "LLVM", "CVM")
 REFERENCE = "@njit"
 """The label of a case's hand-written reference, in place of a mode."""
 JOIN_SIZES = (8, 30, 60, 120, 240)
+WIDE_SIZES = (30, 60, 120, 240)
 
 
 @dataclass(frozen=True)
@@ -93,6 +106,41 @@ def _join_cases() -> list[Case]:
     ]
 
 
+def _tuple_of_values(graph: Graph) -> tuple:
+    return (tuple(graph.values),)
+
+
+def _wide_cases() -> list[Case]:
+    """The wide-graph issue's graphs over N: N outputs ``x_i * 2``; one output, a sum of N sums."""
+    return [
+        Case(
+            f"wide/{name}_{n}",
+            family,
+            partial(build, n, 16),
+            reference,
+            _tuple_of_values,
+            n=n,
+            in_quick=quick and n == 30,
+            quick_cold_modes=("NUMBA", "LLVM") if quick and n == 30 else (),
+        )
+        for name, family, build, reference, quick in (
+            ("times_two", "N outputs over N", times_two, references.times_two, True),
+            ("sum_of_sums", "sum of N sums over N", sum_of_sums, references.sum_of_sums, False),
+        )
+        for n in WIDE_SIZES
+    ]
+
+
+def _regression_arguments(graph: Graph) -> tuple:
+    constants = {c.name: c.data for c in ancestors(graph.outputs) if isinstance(c, Constant) and c.name}
+    columns = sorted((int(name[2:]), data) for name, data in constants.items() if name.startswith("X_"))
+    design = np.column_stack([data for _, data in columns])
+    intercept, log_sigma, mu_beta, log_tau, *rest = graph.values
+    n_groups = len(rest) - design.shape[1]
+    log_taus, betas = np.array(rest[:n_groups]), np.array(rest[n_groups:])
+    return (intercept, log_sigma, mu_beta, log_tau, log_taus, betas, design, constants["y"])
+
+
 def _scalar_cases() -> list[Case]:
     reductions = [
         Case(
@@ -124,7 +172,13 @@ def _logp_cases() -> list[Case]:
     ]
 
 
-CASES: dict[str, Case] = {case.name: case for case in _join_cases() + _scalar_cases() + _logp_cases()}
+def _model_cases() -> list[Case]:
+    return [Case("model/regression_65p", "model", regression, references.regression, _regression_arguments)]
+
+
+CASES: dict[str, Case] = {
+    case.name: case for case in _join_cases() + _wide_cases() + _scalar_cases() + _logp_cases() + _model_cases()
+}
 QUICK_CASES = tuple(name for name, case in CASES.items() if case.in_quick)
 
 

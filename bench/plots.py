@@ -1,6 +1,7 @@
 """PNG plots of a benchmark run (matplotlib, Agg canvas: no display needed).
 
-- ``compile_vs_n.png``: cold compile seconds of a join of N vectors against N, log-log, one line per mode.
+- ``compile_vs_n.png``: cold compile seconds against N, log-log, a panel per family over N (join, N
+  outputs, sum of N sums), one line per mode.
 - ``per_call.png``: µs per call of every case, one bar per mode, labelled with its ratio to NUMBA.
 """
 
@@ -29,23 +30,33 @@ def _modes(results: list[Measurement]) -> list[str]:
 
 
 def compile_time_plot(results: list[Measurement], cases: dict, path: Path) -> Path | None:
-    """Cold compile time against N for the cases that have an N; ``None`` when none was cold-compiled."""
-    figure = _figure(6, 4)
-    axes = figure.add_subplot()
-    for mode in _modes(results):
-        points = sorted(
-            (cases[r.graph]["n"], r.cold_compile_s)
-            for r in results
-            if r.mode == mode and cases[r.graph]["n"] and r.cold_compile_s is not None
-        )
-        if points:
-            axes.plot(*zip(*points, strict=True), marker="o", label=mode)
-    if not axes.lines:
+    """Cold compile time against N, one log-log panel per family of cases that have an N, one line per
+    mode; ``None`` when none was cold-compiled."""
+    families = list(dict.fromkeys(info["family"] for info in cases.values() if info.get("n")))
+    panels = {}
+    for family in families:
+        for mode in _modes(results):
+            points = sorted(
+                (cases[r.graph]["n"], r.cold_compile_s)
+                for r in results
+                if r.mode == mode
+                and cases[r.graph]["family"] == family
+                and cases[r.graph].get("n")
+                and r.cold_compile_s is not None
+            )
+            if points:
+                panels.setdefault(family, {})[mode] = points
+    if not panels:
         return None
-    axes.set(xscale="log", yscale="log", xlabel="N vectors joined", ylabel="cold compile (s)")
-    axes.set_title("Cold compile of a join of N vectors (fresh process, empty caches)", fontsize=10)
-    axes.legend()
-    axes.grid(True, which="both", alpha=0.3)
+    figure = _figure(4.5 * len(panels), 4)
+    for k, (family, lines) in enumerate(panels.items(), start=1):
+        axes = figure.add_subplot(1, len(panels), k)
+        for mode, points in lines.items():
+            axes.plot(*zip(*points, strict=True), marker="o", label=mode)
+        axes.set(xscale="log", yscale="log", xlabel="N", ylabel="cold compile (s)")
+        axes.set_title(f"{family} (fresh process, empty caches)", fontsize=9)
+        axes.legend(fontsize=7)
+        axes.grid(True, which="both", alpha=0.3)
     figure.savefig(path, dpi=90)
     return path
 

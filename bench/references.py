@@ -14,7 +14,10 @@ __all__ = [
     "logp_grad",
     "max_into_scalar_math",
     "prod_into_scalar_math",
+    "regression",
     "sum_into_scalar_math",
+    "sum_of_sums",
+    "times_two",
 ]
 
 HALF_LOG_2PI = 0.5 * np.log(2 * np.pi)
@@ -28,6 +31,21 @@ fast_njit = njit(fastmath=FASTMATH)
 def concatenate(arrays, axis):
     """``np.concatenate`` of a tuple of arrays."""
     return np.concatenate(arrays, axis=axis)
+
+
+@fast_njit
+def times_two(arrays):
+    """``x * 2`` of each array of a tuple, as a list."""
+    return [x * 2.0 for x in arrays]
+
+
+@fast_njit
+def sum_of_sums(arrays):
+    """The sum of every array's sum, over a tuple of arrays."""
+    total = 0.0
+    for x in arrays:
+        total += x.sum()
+    return np.asarray(total)
 
 
 @fast_njit
@@ -93,4 +111,36 @@ def logp_grad(mu, log_tau, log_scale, offsets, theta, y, sigma, data):
     grad[1] = d_log_tau
     grad[2] = d_log_scale
     grad[3 : 3 + offsets.size] = d_location - offsets
+    return logp, grad
+
+
+@fast_njit
+def regression(intercept, log_sigma, mu_beta, log_tau, log_taus, betas, design, y):
+    """Log-density and gradient of ``llvm_backend.graphs.regression``, in its parameter order:
+    ``[intercept, log_sigma, mu_beta, log_tau, log_taus..., betas...]``."""
+    n_groups, n_cols = log_taus.size, betas.size
+    grad = np.zeros(4 + n_groups + n_cols)
+    logp = _standard_normal_logp(intercept / 10.0) - np.log(10.0)
+    logp += _standard_normal_logp(log_sigma) + _standard_normal_logp(mu_beta) + _standard_normal_logp(log_tau)
+    grad[0], grad[1], grad[2], grad[3] = -intercept / 100.0, -log_sigma, -mu_beta, -log_tau
+    for k in range(n_groups):
+        r = log_taus[k] - log_tau
+        logp += _standard_normal_logp(r)
+        grad[4 + k] = -r
+        grad[3] += r
+    for i in range(n_cols):
+        k = i % n_groups
+        tau = np.exp(log_taus[k])
+        r = (betas[i] - mu_beta) / tau
+        logp += _standard_normal_logp(r) - log_taus[k]
+        grad[4 + n_groups + i] = -r / tau
+        grad[2] += r / tau
+        grad[4 + k] += r * r - 1.0
+    sigma = np.exp(log_sigma)
+    residuals = y - intercept - design @ betas
+    sum_r2 = (residuals * residuals).sum() / (sigma * sigma)
+    logp += -0.5 * sum_r2 - y.size * (log_sigma + HALF_LOG_2PI)
+    grad[0] += residuals.sum() / (sigma * sigma)
+    grad[1] += sum_r2 - y.size
+    grad[4 + n_groups :] += (design.T @ residuals) / (sigma * sigma)
     return logp, grad

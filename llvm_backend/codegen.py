@@ -26,12 +26,14 @@ from textwrap import indent
 
 import numpy as np
 from pytensor.graph.basic import Constant
+from numba import typeof
 from pytensor.link.numba.dispatch.basic import cache_key_for_constant, numba_typify
 from pytensor.link.utils import unique_name_generator
 from pytensor.tensor.type import TensorType
 
 from intrinsics.argpack import (
     PACKS_SUPPORTED,
+    ArrayPack,
     ArrayPackType,
     pack_extend,
     pack_item,
@@ -123,7 +125,7 @@ def _needs_parameter(value) -> bool:
 
 @dataclass(frozen=True)
 class PackParam:
-    """A parameter taking the graph inputs at ``positions`` (same dtype and ndim) as one ``ArrayPack``."""
+    """A parameter taking the sources at ``positions`` (arrays of one dtype and ndim) as one ``ArrayPack``."""
 
     name: str
     numba_type: ArrayPackType
@@ -131,32 +133,41 @@ class PackParam:
     positions: tuple[int, ...]
 
 
-def pack_groups(inputs) -> dict[tuple[str, int], list[int]]:
-    """(dtype, ndim) -> positions of the tensor ``inputs`` a graph with these inputs (or outputs) takes
-    as packs (or returns in lists): none if there are ``MAX_ITEMS`` or fewer, else each group of two or more."""
-    if len(inputs) <= MAX_ITEMS or not PACKS_SUPPORTED:
+def pack_groups(kinds: list) -> dict[tuple[str, int], list[int]]:
+    """(dtype, ndim) -> positions in ``kinds`` (a ``(dtype, ndim)`` per array, ``None`` per other value)
+    that a graph takes as packs (or returns in lists): none if ``kinds`` has ``MAX_ITEMS`` items or fewer,
+    else each group of two or more arrays."""
+    if len(kinds) <= MAX_ITEMS or not PACKS_SUPPORTED:
         return {}
     groups = {}
-    for i, inp in enumerate(inputs):
-        if isinstance(inp.type, TensorType):
-            groups.setdefault((inp.type.dtype, inp.type.ndim), []).append(i)
-    return {key: positions for key, positions in groups.items() if len(positions) > 1}
+    for i, kind in enumerate(kinds):
+        if kind is not None:
+            groups.setdefault(kind, []).append(i)
+    return {kind: positions for kind, positions in groups.items() if len(positions) > 1}
+
+
+def _tensor_kind(var):
+    return (var.type.dtype, var.type.ndim) if isinstance(var.type, TensorType) else None
 
 
 @dataclass
 class GraphSource:
-    """A graph function's source, the globals it refers to and its cache key parts."""
+    """A graph function's source, the globals it refers to and its cache key parts.
+
+    Its parameters take the *sources*, the graph inputs followed by the ``constant_params``: first those
+    in ``direct_sources``, one each, then one per pack in ``packs``.
+    """
 
     name: str
     params: list[str] = field(default_factory=list)
     body: list[str] = field(default_factory=list)
     global_env: dict = field(default_factory=dict)
     constant_params: list = field(default_factory=list)
-    """``(name, value)`` of constants passed as trailing parameters."""
-    direct_inputs: list[int] = field(default_factory=list)
-    """Positions of the graph inputs passed as parameters of their own, first, in this order."""
+    """``(name, value)`` of constants numba would make dynamic globals, passed as arguments instead."""
+    direct_sources: list[int] = field(default_factory=list)
+    """Positions of the sources passed as parameters of their own, in parameter order."""
     packs: list[PackParam] = field(default_factory=list)
-    """The pack parameters, after the direct inputs and before the constants."""
+    """The pack parameters, after the direct ones."""
     direct_outputs: list[int] = field(default_factory=list)
     """Positions of the graph outputs returned as items of their own, first, in this order."""
     output_lists: list[tuple[int, ...]] = field(default_factory=list)
@@ -166,6 +177,19 @@ class GraphSource:
     @property
     def source(self) -> str:
         return f"def {self.name}({', '.join(self.params)}):\n{indent(chr(10).join(self.body), '    ')}\n"
+
+    def arguments(self, sources: list, pack=lambda spec, items: ArrayPack(spec.numba_type, spec.dtype, items)) -> list:
+        """The graph function's arguments from ``sources`` (one per input, then per constant parameter):
+        direct ones, then ``pack(pack_param, items)`` per pack."""
+        return [
+            *(sources[i] for i in self.direct_sources),
+            *(pack(spec, [sources[i] for i in spec.positions]) for spec in self.packs),
+        ]
+
+    def argument_types(self, input_types: list) -> list:
+        """The numba types of the arguments, given the graph inputs' types."""
+        sources = [*input_types, *(typeof(value) for _, value in self.constant_params)]
+        return self.arguments(sources, pack=lambda spec, _: spec.numba_type)
 
 
 def graph_source(fgraph, convert_node, name="llvm_graph_fn") -> GraphSource:
@@ -184,32 +208,40 @@ def graph_source(fgraph, convert_node, name="llvm_graph_fn") -> GraphSource:
     graph = GraphSource(name, global_env={**helpers, "__name__": __name__})
     coords = {inp: (0, i) for i, inp in enumerate(fgraph.inputs)}
     constants = {}
-    packed_at = {}
-    for (dtype, ndim), positions in pack_groups(fgraph.inputs).items():
-        pack_type = ArrayPackType.of(dtype, ndim, len(positions))
-        pack = PackParam(unique_name(pack_type), pack_type, np.dtype(dtype), tuple(positions))
-        graph.packs.append(pack)
-        packed_at |= {fgraph.inputs[i]: (pack, k) for k, i in enumerate(positions)}
-    graph.direct_inputs = [i for i, inp in enumerate(fgraph.inputs) if inp not in packed_at]
-    unpacked = set()
+    order = fgraph.toposort()
 
-    def name_of(var):
+    parameter_constants = []
+    for var in [*(inp for node in order for inp in node.inputs), *fgraph.outputs]:
         if isinstance(var, Constant) and var not in constants:
             constants[var] = unique_name(var)
             coords[var] = (-1, cache_key_for_constant(var.data))
             value = numba_typify(var.data, variable=var)
             if _needs_parameter(value):
                 graph.constant_params.append((constants[var], value))
+                parameter_constants.append(var)
             else:
                 graph.global_env[constants[var]] = value
+
+    sources = [*fgraph.inputs, *parameter_constants]
+    kinds = [_tensor_kind(inp) for inp in fgraph.inputs] + [(str(v.dtype), v.ndim) for _, v in graph.constant_params]
+    packed_at = {}
+    for (dtype, ndim), positions in pack_groups(kinds).items():
+        pack_type = ArrayPackType.of(dtype, ndim, len(positions))
+        pack = PackParam(unique_name(pack_type), pack_type, np.dtype(dtype), tuple(positions))
+        graph.packs.append(pack)
+        packed_at |= {sources[i]: (pack, k) for k, i in enumerate(positions)}
+    graph.direct_sources = [i for i, var in enumerate(sources) if var not in packed_at]
+    unpacked = set()
+
+    def name_of(var):
         if var in packed_at and var not in unpacked:
             unpacked.add(var)
             pack, k = packed_at[var]
-            graph.body.append(f"{unique_name(var)} = pack_item({pack.name}, {k})")
+            graph.body.append(f"{constants.get(var) or unique_name(var)} = pack_item({pack.name}, {k})")
         return constants.get(var) or unique_name(var)
 
     def input_pack_source(arrays):
-        """A pack expression of ``arrays`` when they are consecutive items of one input pack, else None."""
+        """A pack expression of ``arrays`` when they are consecutive items of one pack, else None."""
         places = [packed_at.get(a) for a in arrays]
         if None in places or len({pack.name for pack, _ in places}) > 1:
             return None
@@ -220,7 +252,7 @@ def graph_source(fgraph, convert_node, name="llvm_graph_fn") -> GraphSource:
             return pack.name
         return f"pack_slice({pack.name}, {start}, {len(arrays)})"
 
-    for i, node in enumerate(fgraph.toposort(), start=1):
+    for i, node in enumerate(order, start=1):
         fn, key = convert_node(node)
         fn_name = unique_name(fn)
         graph.global_env[fn_name] = fn
@@ -241,7 +273,7 @@ def graph_source(fgraph, convert_node, name="llvm_graph_fn") -> GraphSource:
         graph.node_keys.append(None if key is None else (tuple(coords[x] for x in node.inputs), key))
         coords |= {out: (i, j) for j, out in enumerate(node.outputs)}
     out_names = [name_of(out) for out in fgraph.outputs]
-    lists = pack_groups(fgraph.outputs)
+    lists = pack_groups([_tensor_kind(out) for out in fgraph.outputs])
     listed = {i for positions in lists.values() for i in positions}
     graph.direct_outputs = [i for i in range(len(out_names)) if i not in listed]
     graph.output_lists = [tuple(positions) for positions in lists.values()]
@@ -250,11 +282,8 @@ def graph_source(fgraph, convert_node, name="llvm_graph_fn") -> GraphSource:
         list_names.append(unique_name(positions, force_unique=True))
         graph.body += array_list_source(list_names[-1], [out_names[i] for i in positions])
     graph.body.append(f"return {tuple_source([out_names[i] for i in graph.direct_outputs] + list_names)}")
-    graph.params = [
-        *(unique_name(fgraph.inputs[i]) for i in graph.direct_inputs),
-        *(pack.name for pack in graph.packs),
-        *(n for n, _ in graph.constant_params),
-    ]
+    source_names = [constants.get(var) or unique_name(var) for var in sources]
+    graph.params = [*(source_names[i] for i in graph.direct_sources), *(pack.name for pack in graph.packs)]
     graph.node_keys.append(("outputs", tuple(coords[out] for out in fgraph.outputs)))
     graph.node_keys.append(("packs", tuple((str(p.numba_type), p.positions) for p in graph.packs)))
     graph.node_keys.append(("output lists", tuple(graph.output_lists)))

@@ -18,7 +18,10 @@ __all__ = [
     "join_arrays",
     "logp_grad",
     "reduction",
+    "regression",
     "scalar_index",
+    "sum_of_sums",
+    "times_two",
 ]
 
 
@@ -75,11 +78,66 @@ def logp_grad(n_scalars: int = 3, vector_length: int = 8, n_data: int = 0) -> Gr
     )
 
 
+def regression(n_cols: int = 48, n_obs: int = 400, n_groups: int = 13) -> Graph:
+    """A hierarchical linear regression's log-density and joined gradient, PyMC's ``logp_dlogp_function``
+    shape with 4 + ``n_groups`` + ``n_cols`` scalar parameters (65 by default).
+
+    ``y ~ Normal(intercept + sum_i X[:, i] * beta_i, exp(log_sigma))`` over ``n_obs`` observations, the
+    design matrix ``X`` (``n_obs`` x ``n_cols``) a constant used column by column (each column a
+    non-contiguous constant, as a model written per covariate has); ``beta_i ~ Normal(mu_beta,
+    exp(log_tau_{i % n_groups}))``, ``log_tau_k ~ Normal(log_tau, 1)``; ``intercept ~ Normal(0, 10)``;
+    ``log_sigma``, ``mu_beta``, ``log_tau ~ Normal(0, 1)``. Parameters in that order: ``intercept``,
+    ``log_sigma``, ``mu_beta``, ``log_tau``, the ``log_tau_k``, the ``beta_i``.
+    """
+    rng = np.random.default_rng(1)
+    design = rng.normal(size=(n_obs, n_cols))
+    true_beta = rng.normal(0.3, 0.5, size=n_cols)
+    observed = pt.constant(design @ true_beta + 1.0 + rng.normal(0.0, 0.7, size=n_obs), name="y")
+    intercept, log_sigma, mu_beta, log_tau = (pt.dscalar(n) for n in ("intercept", "log_sigma", "mu_beta", "log_tau"))
+    log_taus = [pt.dscalar(f"log_tau_{k}") for k in range(n_groups)]
+    betas = [pt.dscalar(f"beta_{i}") for i in range(n_cols)]
+    location = intercept + sum((pt.constant(design[:, i], name=f"X_{i}") * b for i, b in enumerate(betas)), pt.constant(0.0))
+    logp = (
+        _normal_logp(intercept, 0.0, 10.0)
+        + _normal_logp(log_sigma, 0.0, 1.0)
+        + _normal_logp(mu_beta, 0.0, 1.0)
+        + _normal_logp(log_tau, 0.0, 1.0)
+        + sum((_normal_logp(t, log_tau, 1.0) for t in log_taus), pt.constant(0.0))
+        + sum((_normal_logp(b, mu_beta, pt.exp(log_taus[i % n_groups])) for i, b in enumerate(betas)), pt.constant(0.0))
+        + _normal_logp(observed, location, pt.exp(log_sigma)).sum()
+    )
+    params = [intercept, log_sigma, mu_beta, log_tau, *log_taus, *betas]
+    grad = pt.concatenate([pt.atleast_1d(g) for g in pt.grad(logp, params)])
+    values = [1.0, -0.3, 0.2, -0.5, *(0.05 * k - 0.3 for k in range(n_groups)), *(0.01 * i for i in range(n_cols))]
+    return Graph(
+        f"regression_{len(params)}p",
+        f"regression logp + joined gradient, {len(params)} scalars, constant {n_obs}x{n_cols} design by column",
+        params,
+        [logp, grad],
+        values,
+    )
+
+
 def concatenate(n: int = 60, length: int = 16) -> Graph:
     """Concatenate ``n`` float64 vectors of ``length``."""
     xs = [pt.dvector(f"x{i}") for i in range(n)]
     values = [np.full(length, float(i)) for i in range(n)]
     return Graph(f"concat_{n}", f"concatenate of {n} vectors({length})", xs, [pt.concatenate(xs)], values)
+
+
+def times_two(n: int = 60, length: int = 16) -> Graph:
+    """``n`` float64 vectors in, ``n`` out: ``x_i * 2`` (``n`` two-input Elemwise nodes, no wide node)."""
+    xs = [pt.dvector(f"x{i}") for i in range(n)]
+    values = [np.arange(length, dtype="float64") + i for i in range(n)]
+    return Graph(f"times_two_{n}", f"{n} outputs x_i * 2, vectors({length})", xs, [x * 2 for x in xs], values)
+
+
+def sum_of_sums(n: int = 60, length: int = 16) -> Graph:
+    """One output, the sum of ``x_i.sum()`` over ``n`` float64 vectors (``n`` Sums and an ``n``-input Add)."""
+    xs = [pt.dvector(f"x{i}") for i in range(n)]
+    values = [np.arange(length, dtype="float64") + i for i in range(n)]
+    out = pt.add(*[x.sum() for x in xs])
+    return Graph(f"sum_of_sums_{n}", f"sum of x_i.sum() over {n} vectors({length})", xs, [out], values)
 
 
 def join_arrays(shapes: list[tuple[int, ...]], axis: int) -> Graph:

@@ -22,7 +22,7 @@ class PackCell:
 
     __slots__ = ("cells", "pack")
 
-    def __init__(self, pack: PackParam, cells: list[list]):
+    def __init__(self, pack: PackParam, cells: list):
         self.pack = pack
         self.cells = cells
 
@@ -94,9 +94,5 @@ class LLVMLinker(NumbaLinker):
         return ListedOutputs(dispatcher, self.graph) if self.graph.output_lists else dispatcher
 
     def create_thunk_inputs(self, storage_map):
-        cells = super().create_thunk_inputs(storage_map)
-        return [
-            *(cells[i] for i in self.graph.direct_inputs),
-            *(PackCell(pack, [cells[i] for i in pack.positions]) for pack in self.graph.packs),
-            *([value] for _, value in self.graph.constant_params),
-        ]
+        cells = [*super().create_thunk_inputs(storage_map), *([value] for _, value in self.graph.constant_params)]
+        return self.graph.arguments(cells, pack=PackCell)

@@ -25,7 +25,6 @@ from unittest import mock
 
 import llvmlite.binding as llvm
 import numpy as np
-from numba import typeof
 from numba.core.codegen import CPUCodeLibrary
 from numba.core.registry import CPUDispatcher
 from numba.core.runtime import _nrt_python, rtsys
@@ -81,11 +80,7 @@ def prepare_inputs(fn, inputs) -> list:
     graph = getattr(fn.maker.linker, "graph", None)
     if graph is None:
         return values
-    return [
-        *(values[i] for i in graph.direct_inputs),
-        *(ArrayPack(p.numba_type, p.dtype, [values[i] for i in p.positions]) for p in graph.packs),
-        *(value for _, value in graph.constant_params),
-    ]
+    return graph.arguments([*values, *(value for _, value in graph.constant_params)])
 
 
 @dataclass(frozen=True)
@@ -147,11 +142,7 @@ def uncached_kernel(fn, arg_types: tuple | None = None) -> Kernel:
             arg_types = [get_numba_type(var.type, layout="C") for var in fn.maker.fgraph.inputs]
             graph = getattr(linker, "graph", None)
             if graph is not None:
-                arg_types = (
-                    *(arg_types[i] for i in graph.direct_inputs),
-                    *(pack.numba_type for pack in graph.packs),
-                    *(typeof(value) for _, value in graph.constant_params),
-                )
+                arg_types = graph.argument_types(arg_types)
         return compile_recording_ir(dispatcher, arg_types)
 
 

@@ -25,7 +25,7 @@ def test_njit_reference_computes_what_the_graph_does(name):
     graph = case.build()
     expected = pytensor.function(graph.inputs, graph.outputs, mode=PY_MODE)(*graph.values)
     got = case.reference(*case.reference_args(graph))
-    got = got if isinstance(got, tuple) else (got,)
+    got = tuple(got) if isinstance(got, tuple | list) else (got,)
     assert len(got) == len(expected)
     for g, e in zip(got, expected, strict=True):
         np.testing.assert_allclose(g, e, rtol=1e-9)
@@ -41,10 +41,23 @@ def test_bench_graphs_agree_across_modes(graph):
 
 
 def test_cases_cover_the_issue():
-    joins = sorted(case.n for case in CASES.values() if case.n)
-    assert joins == [8, 30, 60, 120, 240]
+    def sizes(family):
+        return sorted(case.n for case in CASES.values() if case.family == family)
+
+    assert sizes("join over N") == [8, 30, 60, 120, 240]
+    assert sizes("N outputs over N") == sizes("sum of N sums over N") == [30, 60, 120, 240]
     families = {case.family for case in CASES.values()}
-    assert families == {"join over N", "join geometry", "full reduction", "scalar index", "logp+grad"}
+    assert families == {
+        "join over N",
+        "join geometry",
+        "N outputs over N",
+        "sum of N sums over N",
+        "full reduction",
+        "scalar index",
+        "logp+grad",
+        "model",
+    }
+    assert "model/regression_65p" in CASES
     geometries = {"join/vectors_60", "join/2d_axis1", "join/2d_axis0", "join/3d_axis2"}
     assert geometries | {"logp_grad/3s_v8", "logp_grad/60s_v8", "logp_grad/3s_v8_d10000", "index/x3"} <= set(CASES)
 

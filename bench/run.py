@@ -45,7 +45,8 @@ COLUMNS = (
 )
 FOOTNOTE = (
     f"Ratios (in brackets) are against NUMBA. * timed through the {FUNCTION_CALL} (CVM has no numba "
-    "dispatcher); the others time the raw jitted function. Allocations and IR: numba code only. "
+    "dispatcher); NUMBA and LLVM are timed as their thunk calls the jitted function (reading its input "
+    "cells, which under LLVM builds any array packs), @njit as a raw call. Allocations and IR: numba code only. "
     "unopt IR instr: every instruction numba emitted during the cold compile, before LLVM optimized it."
 )
 QUICK_ROUNDS, FULL_ROUNDS = 3, 9

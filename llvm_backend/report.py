@@ -7,7 +7,7 @@ report each metric with its ratio against stock NUMBA.
 """
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from functools import partial
 
 import numpy as np
@@ -43,12 +43,14 @@ __all__ = [
     "measure_graph",
     "measure_runners",
     "run_report",
+    "thunk_call",
 ]
 
 DEFAULT_MODES = ("NUMBA", "LLVM")
 
 NUMBA_CALL = "numba function"
-"""What µs/call times for Numba-linked modes and ``@njit`` references: the raw jitted function."""
+"""What µs/call times for Numba-linked modes and ``@njit`` references: the jitted function, called as the
+mode's thunk calls it (`thunk_call`) or, for a reference, directly."""
 FUNCTION_CALL = "PyTensor Function"
 """What µs/call times for other modes (CVM, ...), which have no numba dispatcher: the Function itself."""
 
@@ -94,7 +96,19 @@ def compile_runner(graph: Graph, mode: str) -> Runner:
         fn.trust_input = True
         args = [var.type.filter(value) for var, value in zip(variables, graph.values, strict=True)]
         return Runner(mode, partial(fn, *args), FUNCTION_CALL)
-    return jitted_runner(mode, numba_dispatcher(fn), prepare_inputs(fn, graph.values))
+    runner = jitted_runner(mode, numba_dispatcher(fn), prepare_inputs(fn, graph.values))
+    return replace(runner, call=thunk_call(fn, graph.values))
+
+
+def thunk_call(fn, values) -> Callable[[], object]:
+    """A call of ``fn``'s jitted function as its thunk makes it, on ``values`` (converted once, stored in
+    ``fn``'s input cells): reading every thunk input cell, which under LLVM builds the array packs, and
+    putting listed outputs back in order."""
+    explicit = [i for i, spec in enumerate(fn.maker.inputs) if not spec.shared]
+    for i, value in zip(explicit, values, strict=True):
+        fn.input_storage[i].storage[0] = fn.maker.inputs[i].variable.type.filter(value)
+    jit_fn, cells = fn.vm.jit_fn, fn.vm.inputs
+    return lambda: jit_fn(*[cell[0] for cell in cells])
 
 
 def _arrays_in(value) -> int:

@@ -5,7 +5,7 @@ import pytest
 
 from llvm_backend.cli import main
 from llvm_backend.coldcompile import cold_call, cold_compile_seconds
-from llvm_backend.graphs import GRAPHS
+from llvm_backend.graphs import GRAPHS, concatenate
 from llvm_backend.report import FUNCTION_CALL, NUMBA_CALL, Measurement, compile_runner, format_table, measure_runners
 from llvm_backend.testing import compare_llvm_numba_and_py
 
@@ -74,3 +74,12 @@ def test_runners_of_numba_and_other_modes():
     assert numba.allocs_per_call - numba.net_allocs_per_call == 1
     assert numba.cold_compile_s == 1.5 and numba.unoptimized_ir_instructions == 1234
     assert numba.kernel_ir_instructions > 0
+
+
+def test_llvm_runner_calls_as_the_thunk_does_building_packs():
+    graph = concatenate(40, 4)
+    runner = compile_runner(graph, "LLVM")
+    [out] = runner.call()
+    np.testing.assert_array_equal(out, np.concatenate(graph.values))
+    assert runner.unboxed_arrays == 40
+    assert "ArrayPack" in str(runner.kernel.signature)

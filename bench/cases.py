@@ -55,6 +55,8 @@ class Case:
     in_quick: bool = False
     quick_cold_modes: tuple[str, ...] = ()
     """Modes (and `REFERENCE`) cold-compiled under ``--quick``; a full run cold-compiles all."""
+    warm: bool = False
+    """Whether a cold compile is followed by a warm one: a second fresh process on the caches it filled."""
 
 
 def _joined_arrays(axis: int, graph: Graph) -> tuple:
@@ -173,7 +175,9 @@ def _logp_cases() -> list[Case]:
 
 
 def _model_cases() -> list[Case]:
-    return [Case("model/regression_65p", "model", regression, references.regression, _regression_arguments)]
+    return [
+        Case("model/regression_65p", "model", regression, references.regression, _regression_arguments, warm=True)
+    ]
 
 
 CASES: dict[str, Case] = {

@@ -38,6 +38,7 @@ __all__ = ["COLUMNS", "FOOTNOTE", "BenchRun", "format_bench_table", "measure_cas
 
 COLUMNS = (
     ("cold compile s", "cold_compile_s", "{:.2f}"),
+    ("warm compile s", "warm_compile_s", "{:.2f}"),
     ("us/call", "us_per_call", "{:.2f}"),
     ("allocs/call", "allocs_per_call", "{:.1f}"),
     ("kernel IR instr", "kernel_ir_instructions", "{:d}"),
@@ -47,7 +48,8 @@ FOOTNOTE = (
     f"Ratios (in brackets) are against NUMBA. * timed through the {FUNCTION_CALL} (CVM has no numba "
     "dispatcher); NUMBA and LLVM are timed as their thunk calls the jitted function (reading its input "
     "cells, which under LLVM builds any array packs), @njit as a raw call. Allocations and IR: numba code only. "
-    "unopt IR instr: every instruction numba emitted during the cold compile, before LLVM optimized it."
+    "unopt IR instr: every instruction numba emitted during the cold compile, before LLVM optimized it. "
+    "warm compile s: the same in a second fresh process on the caches the cold one filled (model cases)."
 )
 QUICK_ROUNDS, FULL_ROUNDS = 3, 9
 ALLOCATION_CALLS = 10
@@ -78,7 +80,7 @@ def measure_case(case: Case, cold_modes, rounds: int, progress: Callable[[str], 
     cold = {}
     for mode in cold_modes:
         progress(f"{case.name}: cold compile under {mode} (fresh process, empty caches)")
-        cold[mode] = cold_call("bench.cases:cold_compile_job", case.name, mode)
+        cold[mode] = cold_call("bench.cases:cold_compile_job", case.name, mode, warm=case.warm)
     progress(f"{case.name}: timing {rounds} interleaved rounds")
     return measure_runners(case.name, runners, cold, rounds, ALLOCATION_CALLS), graph.description
 

@@ -7,7 +7,9 @@ prints the seconds as JSON. Interpreter start-up and imports are not counted.
 
 ``cold_call("module:function", *args)`` does the same for anything: in the fresh process
 ``function(*args)`` sets the work up (untimed) and returns a zero-argument callable, whose one call
-is timed. The benchmarks use it for their cases and hand-written ``@njit`` references.
+is timed. The benchmarks use it for their cases and hand-written ``@njit`` references; with ``warm=True``
+a second fresh process repeats the work on the caches the first one filled (what a user's next session
+pays).
 """
 
 import importlib
@@ -21,8 +23,10 @@ import time
 __all__ = ["cold_call", "cold_compile_seconds"]
 
 
-def _run_fresh(arguments: list[str], what: str, timeout: float) -> dict:
-    """Run ``python -m llvm_backend.coldcompile ARGUMENTS`` with empty caches; the JSON it prints."""
+def _run_fresh(arguments: list[str], what: str, timeout: float, runs: int = 1) -> list[dict]:
+    """Run ``python -m llvm_backend.coldcompile ARGUMENTS`` ``runs`` times, one process after the other,
+    all with the same caches, empty before the first; the JSON each printed."""
+    results = []
     with tempfile.TemporaryDirectory(prefix="llvm-backend-cold-") as tmp:
         flags = [os.environ.get("PYTENSOR_FLAGS", ""), f"base_compiledir={tmp}/pytensor"]
         env = os.environ | {
@@ -31,32 +35,39 @@ def _run_fresh(arguments: list[str], what: str, timeout: float) -> dict:
             # the child imports what this process imports (a benchmark module outside the package too)
             "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
         }
-        done = subprocess.run(
-            [sys.executable, "-m", "llvm_backend.coldcompile", *arguments],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
-    if done.returncode != 0:
-        raise RuntimeError(f"cold compile of {what} failed:\n{done.stderr}")
-    return json.loads(done.stdout.splitlines()[-1])
+        for _ in range(runs):
+            done = subprocess.run(
+                [sys.executable, "-m", "llvm_backend.coldcompile", *arguments],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+            )
+            if done.returncode != 0:
+                raise RuntimeError(f"cold compile of {what} failed:\n{done.stderr}")
+            results.append(json.loads(done.stdout.splitlines()[-1]))
+    return results
 
 
 def cold_compile_seconds(graph: str, mode: str, timeout: float = 1800) -> float:
     """Seconds to compile and first-call built-in ``graph`` under ``mode``, from empty caches."""
-    return _run_fresh([graph, mode], f"{graph} under {mode}", timeout)["seconds"]
+    return _run_fresh([graph, mode], f"{graph} under {mode}", timeout)[0]["seconds"]
 
 
-def cold_call(target: str, *args: str, timeout: float = 1800) -> dict:
+def cold_call(target: str, *args: str, timeout: float = 1800, warm: bool = False) -> dict:
     """Time one call of what ``target(*args)`` returns, in a fresh process with empty caches.
 
     ``target`` is ``module:function``; ``function(*args)`` runs untimed (imports, building a graph)
     and returns the zero-argument callable to time, e.g. one that compiles a graph and calls it once.
     Returns ``{"seconds": ...}``; if the timed call returns a callable, the dict that callable returns
-    (work done after the clock stopped, such as counting the IR just compiled) is merged in.
+    (work done after the clock stopped, such as counting the IR just compiled) is merged in. With
+    ``warm``, a second fresh process then does the same with the caches the first one filled; what it
+    measured comes back prefixed ``warm_`` (``warm_seconds``, ...).
     """
-    return _run_fresh(["--call", target, *args], f"{target}{args}", timeout)
+    runs = _run_fresh(["--call", target, *args], f"{target}{args}", timeout, runs=2 if warm else 1)
+    if not warm:
+        return runs[0]
+    return runs[0] | {f"warm_{key}": value for key, value in runs[1].items() if key not in ("target", "args")}
 
 
 def _main(graph: str, mode: str) -> None:

@@ -67,6 +67,8 @@ class Measurement:
     unoptimized_ir_instructions: int | None = None
     """Instructions numba emitted for a cold compile, before LLVM optimized them (all functions)."""
     timed: str = NUMBA_CALL
+    warm_compile_s: float | None = None
+    """The cold compile's work in a second fresh process, on the caches the first one filled."""
 
 
 @dataclass(frozen=True)
@@ -143,6 +145,7 @@ def _measurement(graph: str, runner: Runner, seconds: float, cold: dict, n_calls
         instructions,
         cold.get("unoptimized_ir_instructions"),
         runner.timed,
+        cold.get("warm_seconds"),
     )
 
 
@@ -231,8 +234,10 @@ def _value_and_ratio(r: Measurement, base: Measurement | None, field: str, fmt: 
 def format_inline_table(results: list[Measurement], columns: tuple[Column, ...], baseline: str = "NUMBA") -> str:
     """A Markdown table, one row per graph and mode, each value followed by its ratio to ``baseline``.
 
-    A mode timed through its PyTensor Function rather than a numba function is starred.
+    A mode timed through its PyTensor Function rather than a numba function is starred. A column no result
+    has a value for is left out.
     """
+    columns = tuple(c for c in columns if any(getattr(r, c[1]) is not None for r in results))
     rows = [["case", "mode", *(title for title, _, _ in columns)]]
     for r in results:
         base = _baseline(results, r, baseline)

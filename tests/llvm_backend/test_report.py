@@ -1,12 +1,22 @@
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
+from bench.run import COLUMNS as BENCH_COLUMNS
 from llvm_backend.cli import main
 from llvm_backend.coldcompile import cold_call, cold_compile_seconds
 from llvm_backend.graphs import GRAPHS, concatenate
-from llvm_backend.report import FUNCTION_CALL, NUMBA_CALL, Measurement, compile_runner, format_table, measure_runners
+from llvm_backend.report import (
+    FUNCTION_CALL,
+    NUMBA_CALL,
+    Measurement,
+    compile_runner,
+    format_inline_table,
+    format_table,
+    measure_runners,
+)
 from llvm_backend.testing import compare_llvm_numba_and_py
 
 
@@ -83,3 +93,18 @@ def test_llvm_runner_calls_as_the_thunk_does_building_packs():
     np.testing.assert_array_equal(out, np.concatenate(graph.values))
     assert runner.unboxed_arrays == 40
     assert "ArrayPack" in str(runner.kernel.signature)
+
+
+def test_a_warm_cold_call_reuses_the_caches_of_the_first():
+    measured = cold_call("bench.cases:cold_compile_job", "index/x3", "LLVM", warm=True)
+    assert measured["seconds"] > 0 and measured["warm_seconds"] > 0
+    # The second process loads the graph from the on-disk cache: numba emits (almost) no IR there.
+    assert measured["warm_unoptimized_ir_instructions"] < measured["unoptimized_ir_instructions"] / 10
+
+
+def test_a_column_no_result_has_is_left_out():
+    rows = [Measurement("g", "NUMBA", 1.0, 2.0, 3.0, 2.0, 10), Measurement("g", "LLVM", 0.5, 1.0, 2.0, 1.0, 5)]
+    header = format_inline_table(rows, BENCH_COLUMNS).splitlines()[0]
+    assert "warm compile s" not in header and "cold compile s" in header
+    rows[1] = replace(rows[1], warm_compile_s=0.2)
+    assert "warm compile s" in format_inline_table(rows, BENCH_COLUMNS).splitlines()[0]

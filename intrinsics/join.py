@@ -68,7 +68,7 @@ def _join_ndim(arrays):
     for k, entry in enumerate(arrays):
         if not isinstance(entry, (types.Array, types.Number, types.Boolean)):
             raise errors.TypingError(f"Join: input {k} is {entry}, not an array or a scalar")
-    array_ndims = [(k, entry.ndim) for k, entry in enumerate(arrays) if isinstance(entry, types.Array)]
+    array_ndims = [(k, entry.ndim) for k, entry in enumerate(arrays) if isinstance(entry, types.Array) and entry.ndim]
     first, ndim = array_ndims[0] if array_ndims else (0, 1)
     for k, entry_ndim in array_ndims:
         if entry_ndim != ndim:
@@ -76,9 +76,9 @@ def _join_ndim(arrays):
                 f"Join: input {k} has {entry_ndim} dimensions, but input {first} has {ndim};"
                 " all inputs must have the same number of dimensions"
             )
-    if ndim == 0 or (ndim > 1 and len(array_ndims) < len(arrays)):
+    if ndim > 1 and len(array_ndims) < len(arrays):
         raise errors.TypingError(
-            f"Join: cannot join {ndim}-d inputs; arrays need ndim >= 1 and scalars join only as 1-d"
+            f"Join: cannot join {ndim}-d inputs with scalars or 0-d arrays; those join only as 1-d"
         )
     return ndim
 
@@ -119,7 +119,13 @@ def _alloca_table(builder, n_inputs, ndim):
 
 def _store_entry(context, builder, table, k, entry_type, value):
     """Store input ``k``'s data pointer, shape and strides: ten instructions for an array."""
-    if isinstance(entry_type, types.Array):
+    if isinstance(entry_type, types.Array) and entry_type.ndim == 0:
+        # A 0-d array joins as a length-1 vector viewing its element.
+        data = builder.extract_value(value, context.data_model_manager[entry_type].get_field_position("data"))
+        itemsize = context.get_abi_sizeof(context.get_data_type(entry_type.dtype))
+        shape = ir.Constant(ir.ArrayType(_INTP, 1), [1])
+        strides = ir.Constant(ir.ArrayType(_INTP, 1), [itemsize])
+    elif isinstance(entry_type, types.Array):
         model = context.data_model_manager[entry_type]
         data, shape, strides = (
             builder.extract_value(value, model.get_field_position(field))
@@ -320,7 +326,8 @@ def linear_join(typingctx, axis, arrays, dtype):
 
     Callable from ``@numba.njit`` code only.  ``axis`` is a run-time integer, negative counts from
     the end.  ``arrays`` holds arrays of one ndim >= 1, of any layout and dtype; in a 1-d join an
-    entry may also be a scalar, joined as a length-1 vector.  ``dtype`` is a scalar class or dtype
+    entry may also be a scalar or a 0-d array, joined as a length-1 vector (so a ``MakeVector`` is a
+    1-d join of its entries).  ``dtype`` is a scalar class or dtype
     (``np.float64``, ``np.dtype("float64")``); elements are converted with numba's ``context.cast``.
 
     Raises ``np.exceptions.AxisError`` (an IndexError, like numba's ``np.concatenate``) for an axis

@@ -77,11 +77,9 @@ def call_source(function: str, args: list[str]) -> str:
     return f"{function}(*{tuple_source(args)})"
 
 
-def packed_call_source(function: str, args: list[str], pack: str) -> list[str]:
-    """Lines calling ``function`` on ``args[0]`` and a pack named ``pack`` of the arrays ``args[1:]``:
-    the pack is filled ``MAX_ITEMS - 2`` arrays at a time and released after the call, whose result
-    the last line's caller assigns (``<outputs> = function(args[0], pack)`` goes first)."""
-    arrays = args[1:]
+def packed_call_source(arrays: list[str], pack: str) -> list[str]:
+    """Lines making ``pack`` a pack of the arrays ``arrays``, filled ``MAX_ITEMS - 2`` at a time (the caller
+    releases it after its call with ``pack_release``)."""
     step = MAX_ITEMS - 2
     lines = [f"{pack} = pack_new({len(arrays)}, {tuple_source(arrays[:step])})"]
     lines += [f"pack_extend({pack}, {i}, {tuple_source(arrays[i : i + step])})" for i in range(step, len(arrays), step)]
@@ -96,23 +94,30 @@ def array_list_source(name: str, items: list[str]) -> list[str]:
     return lines
 
 
-def takes_pack(node) -> bool:
-    """Does ``node``'s lowering take its arrays as one pack, and are there enough to make it worth it?
+def packed_arguments(node) -> int | None:
+    """Where the arrays ``node``'s lowering can take as one pack start among its inputs, if it is worth it.
 
-    Join and JoinScalars lower to ``linear_join``, which takes a pack; their inputs after the axis must
-    be arrays of one dtype and ndim, more than ``MAX_ITEMS`` of them."""
+    Join and JoinScalars (after the axis) and MakeVector (all its inputs) lower to ``linear_join``, which
+    takes a pack: more than ``MAX_ITEMS`` tensors of one dtype and ndim (``linear_join`` reads 0-d ones as
+    length-1 entries of a 1-d join)."""
+    from pytensor.tensor.basic import Join, MakeVector
+
     from llvm_backend.scalar_ops import JoinScalars
-    from pytensor.tensor.basic import Join
 
-    arrays = node.inputs[1:]
-    return (
+    if isinstance(node.op, Join | JoinScalars):
+        start = 1
+    elif isinstance(node.op, MakeVector):
+        start = 0
+    else:
+        return None
+    arrays = node.inputs[start:]
+    fits = (
         PACKS_SUPPORTED
-        and isinstance(node.op, Join | JoinScalars)
         and len(arrays) > MAX_ITEMS
         and all(isinstance(a.type, TensorType) for a in arrays)
         and len({(a.type.dtype, a.type.ndim) for a in arrays}) == 1
-        and arrays[0].type.ndim > 0
     )
+    return start if fits else None
 
 
 def _needs_parameter(value) -> bool:
@@ -258,14 +263,16 @@ def graph_source(fgraph, convert_node, name="llvm_graph_fn") -> GraphSource:
         graph.global_env[fn_name] = fn
         outs = [unique_name(out) for out in node.outputs]
         graph.body.append(indent(str(node), "# "))
-        borrowed = takes_pack(node) and input_pack_source(node.inputs[1:])
+        start = packed_arguments(node)
+        borrowed = start is not None and input_pack_source(node.inputs[start:])
         if borrowed:
-            graph.body.append(f"{', '.join(outs)} = {fn_name}({name_of(node.inputs[0])}, {borrowed})")
-        elif takes_pack(node):
+            leading = [name_of(inp) for inp in node.inputs[:start]]
+            graph.body.append(f"{', '.join(outs)} = {fn_name}({', '.join([*leading, borrowed])})")
+        elif start is not None:
             args = [name_of(inp) for inp in node.inputs]
             pack = unique_name(node, force_unique=True)
-            graph.body += packed_call_source(fn_name, args, pack)
-            graph.body.append(f"{', '.join(outs)} = {fn_name}({args[0]}, {pack})")
+            graph.body += packed_call_source(args[start:], pack)
+            graph.body.append(f"{', '.join(outs)} = {fn_name}({', '.join([*args[:start], pack])})")
             graph.body.append(f"pack_release({pack})")
         else:
             args = [name_of(inp) for inp in node.inputs]

@@ -30,7 +30,7 @@ __all__ = [
 ]
 
 # Bump when any lowering's generated code changes, so stale on-disk cache entries are not reused.
-CODEGEN_VERSION = 2
+CODEGEN_VERSION = 3
 
 LOWERINGS: dict[type, Callable] = {}
 """Op class -> the intrinsic its LLVM-mode lowering calls."""
@@ -73,12 +73,13 @@ def cacheable(jitable, cache_key: str | None):
     return numba_njit(wrapper, cache=True), cache_key
 
 
-def register_lowering(op_type: type, intrinsic: Callable):
+def register_lowering(op_type: type, intrinsic: Callable, when: Callable | None = None):
     """Register ``funcify(op, node, **kwargs) -> (fn, key)`` as the lowering of ``op_type``.
 
     ``intrinsic`` is the function from ``intrinsics/`` that the lowering calls; it is recorded in
     ``LOWERINGS`` so the table says which op is lowered by what. ``key`` must come from
-    ``lowering_cache_key`` (or be ``None`` for an uncacheable function).
+    ``lowering_cache_key`` (or be ``None`` for an uncacheable function). With ``when``, only nodes for
+    which ``when(node)`` holds are lowered by us; the others get stock's function and cache entry.
     """
 
     def decorator(funcify):
@@ -86,6 +87,8 @@ def register_lowering(op_type: type, intrinsic: Callable):
 
         @wraps(funcify)
         def funcify_and_cache(op, node=None, **kwargs):
+            if when is not None and not when(node):
+                return numba_funcify_ensure_cache(op, node=node, **kwargs)
             return cacheable(*funcify(op, node=node, **kwargs))
 
         llvm_funcify_and_cache_key.register(op_type)(funcify_and_cache)

@@ -185,8 +185,16 @@ def test_bad_axis_raises_what_numba_concatenate_raises(axis):
 def test_mismatched_ndim_is_a_typing_error():
     with pytest.raises(TypingError, match="input 1 has 2 dimensions, but input 0 has 1"):
         joiner(np.float64)(0, np.zeros(2), np.zeros((2, 2)))
-    with pytest.raises(TypingError, match="scalars join only as 1-d"):
+    with pytest.raises(TypingError, match="scalars or 0-d arrays; those join only as 1-d"):
         joiner(np.float64)(0, np.zeros((2, 2)), 1.0)
+    with pytest.raises(TypingError, match="scalars or 0-d arrays; those join only as 1-d"):
+        joiner(np.float64)(0, np.zeros((2, 2)), np.zeros(()))
+
+
+def test_zero_d_arrays_join_as_length_one_entries():
+    got = joiner(np.float64)(0, np.array(1.5), np.arange(3.0)[::-1], np.array(7, dtype=np.int32), 4.0)
+    np.testing.assert_array_equal(got, [1.5, 2.0, 1.0, 0.0, 7.0, 4.0])
+    np.testing.assert_array_equal(joiner(np.int64)(0, np.array(3), np.array(-1)), [3, -1])
 
 
 # ---------------------------------------------------------------- IR

@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 import llvm_backend
 from intrinsics.join import linear_join
+from llvm_backend.codegen import MAX_ITEMS
 from llvm_backend.testing import compare_llvm_numba_and_py
 from pytensor.tensor.basic import Join
 
@@ -71,3 +72,14 @@ def test_join_matches_py_and_numba_on_random_ragged_inputs(rows, cols, data):
     values = [v[::-1] if f else np.asfortranarray(v) for v, f in zip(values, flip, strict=True)]
     inputs = [pt.dmatrix(f"x{i}") for i in range(len(values))]
     compare_llvm_numba_and_py(inputs, pt.join(0, *inputs), values)
+
+
+@pytest.mark.parametrize("n", [1, 30, 31, 100])
+@pytest.mark.parametrize("dtype", ["float64", "int32"])
+def test_make_vector_of_many_scalars(n, dtype):
+    scalars = [pt.scalar(f"s{i}", dtype=dtype) for i in range(n)]
+    values = [np.asarray(i - 3, dtype=dtype) for i in range(n)]
+    fn, result = compare_llvm_numba_and_py(scalars, [pt.stack(scalars), pt.stack([s * 2 for s in scalars])], values)
+    np.testing.assert_array_equal(result[0], np.arange(n, dtype=dtype) - 3)
+    # Wide, the graph's inputs come as one pack, which the MakeVector of all of them takes whole.
+    assert ("make_vector(array_pack_type)" in fn.maker.linker.graph.source) == (n > MAX_ITEMS)

@@ -11,13 +11,16 @@ parameters, fed from constant storage cells.
 For a graph ``y_i = x_i * 2`` with 32 vector inputs and outputs the source is (nodes abridged)::
 
     def llvm_graph_fn(array_pack_type):
-        x0 = pack_item(array_pack_type, 0)
-        ...
-        x31 = pack_item(array_pack_type, 31)
         # Elemwise{mul}(x0, [2.])
+        x0 = pack_item(array_pack_type, 0)
         y0 = elemwise_mul(x0, tensor_constant)
         ...
-        return flatten_tuple(((y0, y1, ..., y29,), (y30, y31,),))
+        # Elemwise{mul}(x31, [2.])
+        x31 = pack_item(array_pack_type, 31)
+        y31 = elemwise_mul(x31, tensor_constant)
+        outputs = array_list_new(32, (y0, y1, ..., y27,))
+        array_list_store(outputs, 28, (y28, y29, y30, y31,))
+        return (outputs,)
 """
 
 from dataclasses import dataclass, field
@@ -25,8 +28,8 @@ from hashlib import sha256
 from textwrap import indent
 
 import numpy as np
-from pytensor.graph.basic import Constant
 from numba import typeof
+from pytensor.graph.basic import Constant
 from pytensor.link.numba.dispatch.basic import cache_key_for_constant, numba_typify
 from pytensor.link.utils import unique_name_generator
 from pytensor.tensor.type import TensorType
@@ -84,6 +87,13 @@ def packed_call_source(arrays: list[str], pack: str) -> list[str]:
     lines = [f"{pack} = pack_new({len(arrays)}, {tuple_source(arrays[:step])})"]
     lines += [f"pack_extend({pack}, {i}, {tuple_source(arrays[i : i + step])})" for i in range(step, len(arrays), step)]
     return lines
+
+
+class _Named:
+    """A fresh object ``unique_name`` names after ``name`` (numbered if taken)."""
+
+    def __init__(self, name: str):
+        self.__name__ = name
 
 
 def array_list_source(name: str, items: list[str]) -> list[str]:
@@ -270,7 +280,7 @@ def graph_source(fgraph, convert_node, name="llvm_graph_fn") -> GraphSource:
             graph.body.append(f"{', '.join(outs)} = {fn_name}({', '.join([*leading, borrowed])})")
         elif start is not None:
             args = [name_of(inp) for inp in node.inputs]
-            pack = unique_name(node, force_unique=True)
+            pack = unique_name(_Named("pack"))
             graph.body += packed_call_source(args[start:], pack)
             graph.body.append(f"{', '.join(outs)} = {fn_name}({', '.join([*args[:start], pack])})")
             graph.body.append(f"pack_release({pack})")
@@ -286,7 +296,7 @@ def graph_source(fgraph, convert_node, name="llvm_graph_fn") -> GraphSource:
     graph.output_lists = [tuple(positions) for positions in lists.values()]
     list_names = []
     for positions in graph.output_lists:
-        list_names.append(unique_name(positions, force_unique=True))
+        list_names.append(unique_name(_Named("outputs")))
         graph.body += array_list_source(list_names[-1], [out_names[i] for i in positions])
     graph.body.append(f"return {tuple_source([out_names[i] for i in graph.direct_outputs] + list_names)}")
     source_names = [constants.get(var) or unique_name(var) for var in sources]

@@ -247,6 +247,7 @@ def graph_source(fgraph, convert_node, name="llvm_graph_fn") -> GraphSource:
         packed_at |= {sources[i]: (pack, k) for k, i in enumerate(positions)}
     graph.direct_sources = [i for i, var in enumerate(sources) if var not in packed_at]
     unpacked = set()
+    shared = {}
 
     def name_of(var):
         if var in packed_at and var not in unpacked:
@@ -269,6 +270,10 @@ def graph_source(fgraph, convert_node, name="llvm_graph_fn") -> GraphSource:
 
     for i, node in enumerate(order, start=1):
         fn, key = convert_node(node)
+        if key is not None:
+            # Nodes whose functions share a cache key share one function: one numba compile (or cache
+            # load) instead of one per node, for the 240 identical Elemwise of a wide graph.
+            fn = shared.setdefault(key, fn)
         fn_name = unique_name(fn)
         graph.global_env[fn_name] = fn
         outs = [unique_name(out) for out in node.outputs]

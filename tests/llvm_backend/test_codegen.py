@@ -154,3 +154,12 @@ def test_wrapper_and_signatures_do_not_grow_with_packed_inputs():
     (wrapper_64, widest_64), (wrapper_128, widest_128) = shape(64), shape(128)
     assert wrapper_64 == wrapper_128
     assert widest_64 == widest_128 < 40
+
+
+def test_nodes_with_one_cache_key_share_one_function():
+    xs, values = _vectors(5)
+    fn, _ = compare_llvm_numba_and_py(xs, [x * 2 for x in xs], values)
+    graph = fn.maker.linker.graph
+    node_functions = {name for name, value in graph.global_env.items() if callable(value) and "elemwise" in name}
+    assert len(node_functions) == 1
+    assert graph.source.count(f"{node_functions.pop()}(") == 5

@@ -271,9 +271,10 @@ def graph_source(fgraph, convert_node, name="llvm_graph_fn") -> GraphSource:
     for i, node in enumerate(order, start=1):
         fn, key = convert_node(node)
         if key is not None:
-            # Nodes whose functions share a cache key share one function: one numba compile (or cache
-            # load) instead of one per node, for the 240 identical Elemwise of a wide graph.
-            fn = shared.setdefault(key, fn)
+            # Nodes of one cache key and the same input and output types share one function: one numba
+            # compile (or cache load) instead of one per node, for the 240 identical Elemwise of a wide
+            # graph. The types are part of it: a stock key need not tell an int32 node from a float64 one.
+            fn = shared.setdefault((key, *(str(v.type) for v in node.inputs + node.outputs)), fn)
         fn_name = unique_name(fn)
         graph.global_env[fn_name] = fn
         outs = [unique_name(out) for out in node.outputs]

@@ -42,6 +42,7 @@ __all__ = [
     "compile_recording_ir",
     "defined_instruction_count",
     "function_instruction_count",
+    "input_values",
     "kernel_instruction_count",
     "kernel_ir",
     "numba_dispatcher",
@@ -64,6 +65,18 @@ def numba_dispatcher(fn) -> CPUDispatcher:
     return getattr(fn.vm.jit_fn, "dispatcher", fn.vm.jit_fn)
 
 
+def input_values(fn, inputs) -> list:
+    """One value per input of ``fn`` (shared ones included): ``inputs`` converted by their types'
+    ``filter``, as ``fn`` does, and the shared variables' values from ``fn``'s own storage."""
+    explicit = [i for i, spec in enumerate(fn.maker.inputs) if not spec.shared]
+    if len(inputs) != len(explicit):
+        raise ValueError(f"{fn} takes {len(explicit)} inputs, got {len(inputs)}")
+    values = [container.storage[0] for container in fn.input_storage]
+    for i, value in zip(explicit, inputs, strict=True):
+        values[i] = fn.maker.inputs[i].variable.type.filter(value)
+    return values
+
+
 def prepare_inputs(fn, inputs) -> list:
     """The arguments ``fn`` passes its numba function when called with ``inputs``.
 
@@ -71,12 +84,7 @@ def prepare_inputs(fn, inputs) -> list:
     constants the linker passes as arguments come from ``fn``'s own storage. Under an `LLVMLinker`
     the arguments follow its graph function's parameters: direct inputs, array packs, constants.
     """
-    explicit = [i for i, spec in enumerate(fn.maker.inputs) if not spec.shared]
-    if len(inputs) != len(explicit):
-        raise ValueError(f"{fn} takes {len(explicit)} inputs, got {len(inputs)}")
-    values = [container.storage[0] for container in fn.input_storage]
-    for i, value in zip(explicit, inputs, strict=True):
-        values[i] = fn.maker.inputs[i].variable.type.filter(value)
+    values = input_values(fn, inputs)
     graph = getattr(fn.maker.linker, "graph", None)
     if graph is None:
         return values

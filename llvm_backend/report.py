@@ -23,6 +23,7 @@ from llvm_backend.measure import (
     Kernel,
     compile_recording_ir,
     function_instruction_count,
+    input_values,
     nrt_allocations_per_call,
     numba_dispatcher,
     prepare_inputs,
@@ -106,9 +107,8 @@ def thunk_call(fn, values) -> Callable[[], object]:
     """A call of ``fn``'s jitted function as its thunk makes it, on ``values`` (converted once, stored in
     ``fn``'s input cells): reading every thunk input cell, which under LLVM builds the array packs, and
     putting listed outputs back in order."""
-    explicit = [i for i, spec in enumerate(fn.maker.inputs) if not spec.shared]
-    for i, value in zip(explicit, values, strict=True):
-        fn.input_storage[i].storage[0] = fn.maker.inputs[i].variable.type.filter(value)
+    for container, value in zip(fn.input_storage, input_values(fn, values), strict=True):
+        container.storage[0] = value
     jit_fn, cells = fn.vm.jit_fn, fn.vm.inputs
     return lambda: jit_fn(*[cell[0] for cell in cells])
 

@@ -6,14 +6,14 @@ of instructions around one call with 1,680 operands, whose basic block LLVM's in
 post-RA scheduler take superlinear time over (5 s for 240 vectors, against 0.8 s for 60). An
 `ArrayPack` is one argument: its unboxing is one loop over the arrays, filling a stack table of array
 structs in the wrapper's frame, and the compiled function receives a pointer to that table and reads
-array ``i`` with `pack_item` (a load and an incref).
+array ``i`` with `table_item` (a load; the table holds the reference) or, in Python code, `pack_item` (a
+load and an incref).
 
-A compiled function also builds packs of its own values in its frame (`pack_new`, `pack_extend`,
-`pack_release`), to hand many arrays to another compiled function as one pointer instead of an aggregate
-of hundreds of fields, which LLVM's InstCombine and numba's RefPrune take superlinear time over.
-
-Many results go back to Python the same way: in a list (`array_list_new`, `array_list_store`), which
-numba boxes in one loop, where it boxes a tuple of arrays with code per item.
+Compiled code also builds tables of its own values in its frame (`table_of`), to hand many arrays to
+another compiled function as one pointer instead of an aggregate of hundreds of fields, which LLVM's
+InstCombine and numba's RefPrune take superlinear time over. Many results go back to Python the same way:
+in a list (`array_list_type`), which numba boxes in one loop, where it boxes a tuple of arrays with code
+per item.
 
 Items are checked in the loop before they are unboxed: each must be an ndarray of the pack's ndim whose
 dtype equals the pack's (a TypeError names the first that is not), so a wrong item raises instead of being
@@ -41,9 +41,7 @@ import ctypes
 
 import numpy as np
 from llvmlite import ir
-from numba.core import cgutils, errors, types
-from numba.core.imputils import impl_ret_new_ref
-from numba.cpython.listobj import ListInstance
+from numba.core import cgutils, types
 from numba.core.datamodel import models
 from numba.extending import NativeValue, intrinsic, register_model, unbox
 from numba.np import numpy_support
@@ -52,14 +50,10 @@ __all__ = [
     "PACKS_SUPPORTED",
     "ArrayPack",
     "ArrayPackType",
-    "pack_extend",
-    "pack_item",
-    "pack_new",
-    "pack_release",
-    "pack_slice",
-    "array_list_new",
-    "array_list_store",
     "array_list_type",
+    "pack_item",
+    "table_item",
+    "table_of",
 ]
 
 OB_TYPE_OFFSET = 8
@@ -212,6 +206,20 @@ def unbox_array_pack(typ, obj, c):
     return NativeValue(table, is_error=builder.load(failed), cleanup=cleanup)
 
 
+def table_item(builder, table, index: int):
+    """Array ``index`` of a pack's table (borrowed: the table holds the reference)."""
+    return builder.load(builder.gep(table, [ir.Constant(ir.IntType(64), index)]))
+
+
+def table_of(context, builder, pack: ArrayPackType, items):
+    """A table in the frame holding the ``(value, numba type)`` arrays ``items``, borrowed: they must outlive
+    every use of the table."""
+    table = cgutils.alloca_once(builder, context.get_value_type(pack.array_type), size=pack.count, name="pack")
+    for k, (value, item_type) in enumerate(items):
+        builder.store(context.cast(builder, value, item_type, pack.array_type), builder.gep(table, [ir.Constant(ir.IntType(64), k)]))
+    return table
+
+
 @intrinsic
 def pack_item(typingctx, pack, index):
     """Array ``index`` of ``pack`` (a new reference). ``index`` is a literal below the pack's count."""
@@ -221,153 +229,13 @@ def pack_item(typingctx, pack, index):
         raise IndexError(f"item {index.literal_value} of {pack}")
 
     def codegen(context, builder, signature, args):
-        table, _ = args
-        value = builder.load(builder.gep(table, [ir.Constant(ir.IntType(64), index.literal_value)]))
+        value = table_item(builder, args[0], index.literal_value)
         context.nrt.incref(builder, pack.array_type, value)
         return value
 
     return pack.array_type(pack, index), codegen
 
 
-def _items_type(pack: ArrayPackType, items) -> None:
-    """Check that every array of the tuple ``items`` fits ``pack``'s array type (a TypingError if not)."""
-    if not isinstance(items, types.BaseTuple):
-        raise errors.TypingError(f"array pack items must be a tuple, got {items}")
-    for item in items:
-        if not (isinstance(item, types.Array) and item.dtype == pack.array_type.dtype and item.ndim == pack.array_type.ndim):
-            raise errors.TypingError(f"{item} cannot go in {pack}")
-
-
-def _store_items(context, builder, pack, table, start, items_type, items):
-    for k, (item_type, value) in enumerate(zip(items_type, cgutils.unpack_tuple(builder, items, len(items_type)))):
-        context.nrt.incref(builder, item_type, value)
-        value = context.cast(builder, value, item_type, pack.array_type)
-        builder.store(value, builder.gep(table, [ir.Constant(ir.IntType(64), start + k)]))
-
-
-@intrinsic
-def pack_new(typingctx, count, items):
-    """A new pack of ``count`` (a literal) arrays in this function's frame, holding the tuple ``items``
-    first; `pack_extend` stores the rest. The pack holds a reference to each item until `pack_release`."""
-    if not isinstance(count, types.IntegerLiteral) or not isinstance(items, types.BaseTuple) or not len(items):
-        return None
-    first = items[0]
-    if not isinstance(first, types.Array):
-        raise errors.TypingError(f"array pack items must be arrays, got {first}")
-    pack = ArrayPackType(first.dtype, first.ndim, count.literal_value)
-    _items_type(pack, items)
-    if len(items) > pack.count:
-        raise errors.TypingError(f"{len(items)} items cannot go in {pack}")
-
-    def codegen(context, builder, signature, args):
-        table = cgutils.alloca_once(builder, context.get_value_type(pack.array_type), size=pack.count, name="pack")
-        _store_items(context, builder, pack, table, 0, items, args[1])
-        return table
-
-    return pack(count, items), codegen
-
-
-@intrinsic
-def pack_extend(typingctx, pack, start, items):
-    """Store the tuple ``items`` in ``pack`` from position ``start`` (a literal) on."""
-    if not isinstance(pack, ArrayPackType) or not isinstance(start, types.IntegerLiteral):
-        return None
-    _items_type(pack, items)
-    if not 0 <= start.literal_value <= pack.count - len(items):
-        raise errors.TypingError(f"{len(items)} items from {start.literal_value} cannot go in {pack}")
-
-    def codegen(context, builder, signature, args):
-        _store_items(context, builder, pack, args[0], start.literal_value, items, args[2])
-        return context.get_dummy_value()
-
-    return types.none(pack, start, items), codegen
-
-
-@intrinsic
-def pack_release(typingctx, pack):
-    """Drop the references a pack made by `pack_new` holds (once every item is stored)."""
-    if not isinstance(pack, ArrayPackType):
-        return None
-
-    def codegen(context, builder, signature, args):
-        _release(context, builder, pack, args[0], ir.Constant(ir.IntType(64), pack.count))
-        return context.get_dummy_value()
-
-    return types.none(pack), codegen
-
-
-@intrinsic
-def pack_slice(typingctx, pack, start, count):
-    """The pack of ``pack``'s arrays ``start`` to ``start + count`` (literals), sharing its table."""
-    if not all(isinstance(n, types.IntegerLiteral) for n in (start, count)) or not isinstance(pack, ArrayPackType):
-        return None
-    if not (0 <= start.literal_value and 0 < count.literal_value <= pack.count - start.literal_value):
-        raise errors.TypingError(f"items {start.literal_value}:+{count.literal_value} of {pack}")
-    sliced = ArrayPackType(pack.array_type.dtype, pack.array_type.ndim, count.literal_value)
-
-    def codegen(context, builder, signature, args):
-        return builder.gep(args[0], [ir.Constant(ir.IntType(64), start.literal_value)])
-
-    return sliced(pack, start, count), codegen
-
-
 def array_list_type(array: types.Array) -> types.List:
-    """The list type `array_list_new` makes for arrays of ``array``'s dtype and ndim (layout ``A``)."""
+    """The list type a graph returns arrays of ``array``'s dtype and ndim in (layout ``A``)."""
     return types.List(types.Array(array.dtype, array.ndim, "C" if array.ndim == 0 else "A"))
-
-
-def _store_list_items(context, builder, list_type, instance, start, items_type, items):
-    values = cgutils.unpack_tuple(builder, items, len(items_type))
-    for k, (item_type, value) in enumerate(zip(items_type, values)):
-        value = context.cast(builder, value, item_type, list_type.dtype)
-        instance.setitem(ir.Constant(ir.IntType(64), start + k), value, incref=True, decref_old_value=False)
-
-
-def _list_items_fit(list_type, items):
-    if not isinstance(items, types.BaseTuple):
-        raise errors.TypingError(f"array list items must be a tuple, got {items}")
-    for item in items:
-        if not (isinstance(item, types.Array) and array_list_type(item) == list_type):
-            raise errors.TypingError(f"{item} cannot go in {list_type}")
-
-
-@intrinsic
-def array_list_new(typingctx, count, items):
-    """A new list of ``count`` (a literal) arrays, holding the tuple ``items`` first; `array_list_store`
-    stores the rest before the list is read or returned."""
-    if not isinstance(count, types.IntegerLiteral) or not isinstance(items, types.BaseTuple) or not len(items):
-        return None
-    if not isinstance(items[0], types.Array):
-        raise errors.TypingError(f"array list items must be arrays, got {items[0]}")
-    list_type = array_list_type(items[0])
-    _list_items_fit(list_type, items)
-    if len(items) > count.literal_value:
-        raise errors.TypingError(f"{len(items)} items cannot go in a list of {count.literal_value}")
-
-    def codegen(context, builder, signature, args):
-        instance = ListInstance.allocate(context, builder, list_type, count.literal_value)
-        instance.size = ir.Constant(ir.IntType(64), count.literal_value)
-        _store_list_items(context, builder, list_type, instance, 0, items, args[1])
-        return impl_ret_new_ref(context, builder, list_type, instance.value)
-
-    return list_type(count, items), codegen
-
-
-@intrinsic
-def array_list_store(typingctx, array_list, start, items):
-    """Store the tuple ``items`` in a list made by `array_list_new`, from position ``start`` (a literal) on."""
-    if not isinstance(array_list, types.List) or not isinstance(start, types.IntegerLiteral):
-        return None
-    _list_items_fit(array_list, items)
-
-    def codegen(context, builder, signature, args):
-        instance = ListInstance(context, builder, array_list, args[0])
-        with builder.if_then(
-            builder.icmp_signed("<", instance.size, ir.Constant(ir.IntType(64), start.literal_value + len(items))),
-            likely=False,
-        ):
-            context.call_conv.return_user_exc(builder, IndexError, ("array list store out of range",))
-        _store_list_items(context, builder, array_list, instance, start.literal_value, items, args[2])
-        return context.get_dummy_value()
-
-    return types.none(array_list, start, items), codegen

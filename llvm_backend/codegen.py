@@ -1,26 +1,24 @@
-"""Source of the Python function that runs a whole graph, written so numba lowers it in linear IR.
+"""The function that runs a whole graph, written so that its IR and compile time grow linearly.
 
-PyTensor's ``fgraph_to_python`` writes ``out = node_fn(a0, ..., aN)`` and ``return o0, ..., oM``. With more
-than 30 items CPython compiles those into ``BUILD_LIST`` + ``LIST_TO_TUPLE``, which numba's peephole turns
-into a chain of tuple additions (O(N²) IR, and typing and LLVM time to match). Here no call or tuple
-display has more than 30 items: wider ones are built in groups of 30 joined by ``flatten_tuple``, and a
-wide call passes one such tuple (``node_fn(*args)``). Constants numba would have to embed as dynamic
-globals (non-contiguous, or over 1 MB), which make a function uncacheable, become extra trailing
-parameters, fed from constant storage cells.
+PyTensor's ``fgraph_to_python`` writes ``out = node_fn(a0, ..., aN)`` per node and ``return o0, ..., oM``,
+which numba lowers through one variable per value (quadratic in places: a tuple display of over 30 items
+becomes a chain of tuple additions; numba's ``Lower`` scans a block's assignments once per variable). Here
+the function has one statement: it passes its parameters and the graph's constants, as one tuple, to an
+intrinsic that emits every node's call from a `GraphPlan` (`intrinsics.graph`): no numba variable per
+value, each node function typed once per distinct argument types, each value released after its last use.
 
-For a graph ``y_i = x_i * 2`` with 32 vector inputs and outputs the source is (nodes abridged)::
+Graphs of over 30 inputs take their arrays of one dtype and ndim as one `ArrayPack` parameter, and return
+over 30 outputs as one list per dtype and ndim; wide Join, JoinScalars and MakeVector nodes take their
+arrays as one pack. Constants numba would have to embed as dynamic globals (non-contiguous, or over 1 MB),
+which make a function uncacheable, become extra trailing parameters, fed from constant storage cells.
+
+For a graph ``y_i = x_i * 2`` of 32 vector inputs and outputs the source is::
 
     def llvm_graph_fn(array_pack_type):
-        # Elemwise{mul}(x0, [2.])
-        x0 = pack_item(array_pack_type, 0)
-        y0 = elemwise_mul(x0, tensor_constant)
-        ...
-        # Elemwise{mul}(x31, [2.])
-        x31 = pack_item(array_pack_type, 31)
-        y31 = elemwise_mul(x31, tensor_constant)
-        outputs = array_list_new(32, (y0, y1, ..., y27,))
-        array_list_store(outputs, 28, (y28, y29, y30, y31,))
-        return (outputs,)
+        return llvm_graph((array_pack_type, tensor_constant,))
+
+and its plan: slot 0 the pack, slot 1 the constant ``[2.]``, slots 2..33 the pack's items, and 32 calls
+``elemwise(item, slot 1)`` (one shared numba function) whose results go to one returned list.
 """
 
 from dataclasses import dataclass, field
@@ -34,18 +32,8 @@ from pytensor.link.numba.dispatch.basic import cache_key_for_constant, numba_typ
 from pytensor.link.utils import unique_name_generator
 from pytensor.tensor.type import TensorType
 
-from intrinsics.argpack import (
-    PACKS_SUPPORTED,
-    ArrayPack,
-    ArrayPackType,
-    pack_extend,
-    pack_item,
-    pack_new,
-    pack_release,
-    pack_slice,
-    array_list_new,
-    array_list_store,
-)
+from intrinsics.argpack import PACKS_SUPPORTED, ArrayPack, ArrayPackType
+from intrinsics.graph import GraphPlan, PlanCall, PlanItem, graph_intrinsic
 from intrinsics.tuples import flatten_tuple
 
 __all__ = [
@@ -78,30 +66,6 @@ def call_source(function: str, args: list[str]) -> str:
     if len(args) <= MAX_ITEMS:
         return f"{function}({', '.join(args)})"
     return f"{function}(*{tuple_source(args)})"
-
-
-def packed_call_source(arrays: list[str], pack: str) -> list[str]:
-    """Lines making ``pack`` a pack of the arrays ``arrays``, filled ``MAX_ITEMS - 2`` at a time (the caller
-    releases it after its call with ``pack_release``)."""
-    step = MAX_ITEMS - 2
-    lines = [f"{pack} = pack_new({len(arrays)}, {tuple_source(arrays[:step])})"]
-    lines += [f"pack_extend({pack}, {i}, {tuple_source(arrays[i : i + step])})" for i in range(step, len(arrays), step)]
-    return lines
-
-
-class _Named:
-    """A fresh object ``unique_name`` names after ``name`` (numbered if taken)."""
-
-    def __init__(self, name: str):
-        self.__name__ = name
-
-
-def array_list_source(name: str, items: list[str]) -> list[str]:
-    """Lines making ``name`` a list of the arrays ``items``, filled ``MAX_ITEMS - 2`` at a time."""
-    step = MAX_ITEMS - 2
-    lines = [f"{name} = array_list_new({len(items)}, {tuple_source(items[:step])})"]
-    lines += [f"array_list_store({name}, {i}, {tuple_source(items[i : i + step])})" for i in range(step, len(items), step)]
-    return lines
 
 
 def packed_arguments(node) -> int | None:
@@ -188,6 +152,8 @@ class GraphSource:
     output_lists: list[tuple[int, ...]] = field(default_factory=list)
     """Positions of the graph outputs returned in each list, after the direct outputs."""
     node_keys: list = field(default_factory=list)
+    plan: GraphPlan | None = None
+    """The calls the function's one statement, ``return llvm_graph(arguments)``, emits."""
 
     @property
     def source(self) -> str:
@@ -209,23 +175,14 @@ class GraphSource:
 
 def graph_source(fgraph, convert_node, name="llvm_graph_fn") -> GraphSource:
     """Write ``fgraph`` as one Python function; ``convert_node(node) -> (fn, key)`` gives each node's."""
-    helpers = {
-        "flatten_tuple": flatten_tuple,
-        "pack_item": pack_item,
-        "pack_new": pack_new,
-        "pack_extend": pack_extend,
-        "pack_release": pack_release,
-        "pack_slice": pack_slice,
-        "array_list_new": array_list_new,
-        "array_list_store": array_list_store,
-    }
-    unique_name = unique_name_generator([name, *helpers])
-    graph = GraphSource(name, global_env={**helpers, "__name__": __name__})
+    unique_name = unique_name_generator([name, "llvm_graph", "flatten_tuple"])
+    graph = GraphSource(name, global_env={"flatten_tuple": flatten_tuple, "__name__": __name__})
     coords = {inp: (0, i) for i, inp in enumerate(fgraph.inputs)}
     constants = {}
     order = fgraph.toposort()
 
     parameter_constants = []
+    embedded = []
     for var in [*(inp for node in order for inp in node.inputs), *fgraph.outputs]:
         if isinstance(var, Constant) and var not in constants:
             constants[var] = unique_name(var)
@@ -236,38 +193,31 @@ def graph_source(fgraph, convert_node, name="llvm_graph_fn") -> GraphSource:
                 parameter_constants.append(var)
             else:
                 graph.global_env[constants[var]] = value
+                embedded.append(var)
+
+    def name_of(var):
+        return constants.get(var) or unique_name(var)
 
     sources = [*fgraph.inputs, *parameter_constants]
     kinds = [_tensor_kind(inp) for inp in fgraph.inputs] + [(str(v.dtype), v.ndim) for _, v in graph.constant_params]
-    packed_at = {}
     for (dtype, ndim), positions in pack_groups(kinds).items():
         pack_type = ArrayPackType.of(dtype, ndim, len(positions))
-        pack = PackParam(unique_name(pack_type), pack_type, np.dtype(dtype), tuple(positions))
-        graph.packs.append(pack)
-        packed_at |= {sources[i]: (pack, k) for k, i in enumerate(positions)}
-    graph.direct_sources = [i for i, var in enumerate(sources) if var not in packed_at]
-    unpacked = set()
+        graph.packs.append(PackParam(unique_name(pack_type), pack_type, np.dtype(dtype), tuple(positions)))
+    packed = {i for pack in graph.packs for i in pack.positions}
+    graph.direct_sources = [i for i in range(len(sources)) if i not in packed]
+    graph.params = [*(name_of(sources[i]) for i in graph.direct_sources), *(pack.name for pack in graph.packs)]
+    slots = {sources[i]: slot for slot, i in enumerate(graph.direct_sources)}
+    slots |= {var: len(graph.params) + k for k, var in enumerate(embedded)}
+    n_arguments = len(slots) + len(graph.packs)
+    items = []
+    for p, pack in enumerate(graph.packs, start=len(graph.direct_sources)):
+        for k, i in enumerate(pack.positions):
+            items.append(PlanItem(n_arguments + len(items), p, k))
+            slots[sources[i]] = items[-1].slot
+    next_slot = n_arguments + len(items)
+
+    calls = []
     shared = {}
-
-    def name_of(var):
-        if var in packed_at and var not in unpacked:
-            unpacked.add(var)
-            pack, k = packed_at[var]
-            graph.body.append(f"{constants.get(var) or unique_name(var)} = pack_item({pack.name}, {k})")
-        return constants.get(var) or unique_name(var)
-
-    def input_pack_source(arrays):
-        """A pack expression of ``arrays`` when they are consecutive items of one pack, else None."""
-        places = [packed_at.get(a) for a in arrays]
-        if None in places or len({pack.name for pack, _ in places}) > 1:
-            return None
-        pack, start = places[0]
-        if [k for _, k in places] != list(range(start, start + len(arrays))):
-            return None
-        if len(arrays) == pack.numba_type.count:
-            return pack.name
-        return f"pack_slice({pack.name}, {start}, {len(arrays)})"
-
     for i, node in enumerate(order, start=1):
         fn, key = convert_node(node)
         if key is not None:
@@ -275,38 +225,32 @@ def graph_source(fgraph, convert_node, name="llvm_graph_fn") -> GraphSource:
             # compile (or cache load) instead of one per node, for the 240 identical Elemwise of a wide
             # graph. The types are part of it: a stock key need not tell an int32 node from a float64 one.
             fn = shared.setdefault((key, *(str(v.type) for v in node.inputs + node.outputs)), fn)
-        fn_name = unique_name(fn)
-        graph.global_env[fn_name] = fn
-        outs = [unique_name(out) for out in node.outputs]
-        graph.body.append(indent(str(node), "# "))
-        start = packed_arguments(node)
-        borrowed = start is not None and input_pack_source(node.inputs[start:])
-        if borrowed:
-            leading = [name_of(inp) for inp in node.inputs[:start]]
-            graph.body.append(f"{', '.join(outs)} = {fn_name}({', '.join([*leading, borrowed])})")
-        elif start is not None:
-            args = [name_of(inp) for inp in node.inputs]
-            pack = unique_name(_Named("pack"))
-            graph.body += packed_call_source(args[start:], pack)
-            graph.body.append(f"{', '.join(outs)} = {fn_name}({', '.join([*args[:start], pack])})")
-            graph.body.append(f"pack_release({pack})")
-        else:
-            args = [name_of(inp) for inp in node.inputs]
-            graph.body.append(f"{', '.join(outs)} = {call_source(fn_name, args)}")
+        slots |= {out: next_slot + j for j, out in enumerate(node.outputs)}
+        next_slot += len(node.outputs)
+        calls.append(
+            PlanCall(
+                fn,
+                tuple(slots[inp] for inp in node.inputs),
+                tuple(slots[out] for out in node.outputs),
+                packed_arguments(node),
+                node,
+            )
+        )
         graph.node_keys.append(None if key is None else (tuple(coords[x] for x in node.inputs), key))
         coords |= {out: (i, j) for j, out in enumerate(node.outputs)}
-    out_names = [name_of(out) for out in fgraph.outputs]
     lists = pack_groups([_tensor_kind(out) for out in fgraph.outputs])
     listed = {i for positions in lists.values() for i in positions}
-    graph.direct_outputs = [i for i in range(len(out_names)) if i not in listed]
+    graph.direct_outputs = [i for i in range(len(fgraph.outputs)) if i not in listed]
     graph.output_lists = [tuple(positions) for positions in lists.values()]
-    list_names = []
-    for positions in graph.output_lists:
-        list_names.append(unique_name(_Named("outputs")))
-        graph.body += array_list_source(list_names[-1], [out_names[i] for i in positions])
-    graph.body.append(f"return {tuple_source([out_names[i] for i in graph.direct_outputs] + list_names)}")
-    source_names = [constants.get(var) or unique_name(var) for var in sources]
-    graph.params = [*(source_names[i] for i in graph.direct_sources), *(pack.name for pack in graph.packs)]
+    graph.plan = GraphPlan(
+        n_arguments,
+        tuple(items),
+        tuple(calls),
+        tuple(slots[fgraph.outputs[i]] for i in graph.direct_outputs),
+        tuple(tuple(slots[fgraph.outputs[i]] for i in positions) for positions in graph.output_lists),
+    )
+    graph.global_env["llvm_graph"] = graph_intrinsic(graph.plan)
+    graph.body.append(f"return llvm_graph({tuple_source([*graph.params, *map(name_of, embedded)])})")
     graph.node_keys.append(("outputs", tuple(coords[out] for out in fgraph.outputs)))
     graph.node_keys.append(("packs", tuple((str(p.numba_type), p.positions) for p in graph.packs)))
     graph.node_keys.append(("output lists", tuple(graph.output_lists)))

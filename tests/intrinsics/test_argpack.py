@@ -5,22 +5,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from numba.core import errors
-from numba.core.runtime import _nrt_python, rtsys
 
-from intrinsics.argpack import (
-    PACKS_SUPPORTED,
-    ArrayPack,
-    ArrayPackType,
-    array_list_new,
-    array_list_store,
-    pack_extend,
-    pack_item,
-    pack_new,
-    pack_release,
-    pack_slice,
-)
-from intrinsics.join import linear_join
+from intrinsics.argpack import PACKS_SUPPORTED, ArrayPack, ArrayPackType, pack_item
 
 
 
@@ -136,67 +122,3 @@ def test_references_are_released_on_success_and_on_error():
             _first_and_last(bad)
     del good, bad
     assert [sys.getrefcount(a) for a in arrays] == before
-
-
-@numba.njit
-def _joined_slice(pack):
-    return linear_join(0, (pack_slice(pack, 1, 2),), np.float64)
-
-
-@numba.njit
-def _joined_new_pack(a, b, c):
-    pack = pack_new(3, (a * 2.0, b))
-    pack_extend(pack, 2, (c,))
-    out = linear_join(0, (pack,), np.float64)
-    pack_release(pack)
-    return out
-
-
-def test_pack_slice_and_built_packs_feed_linear_join():
-    a, b, c = np.arange(3.0), np.arange(4.0)[::-1], np.arange(10.0)[::5]
-    np.testing.assert_array_equal(_joined_slice(pack_of([a, b, c])), np.concatenate([b, c]))
-    np.testing.assert_array_equal(_joined_new_pack(a, b, c), np.concatenate([a * 2, b, c]))
-
-
-def test_built_packs_release_what_they_hold():
-    args = (np.arange(3.0), np.arange(4.0), np.arange(5.0))
-    _joined_new_pack(*args)
-    _nrt_python.memsys_enable_stats()
-    before = rtsys.get_allocation_stats()
-    for _ in range(50):
-        _joined_new_pack(*args)
-    after = rtsys.get_allocation_stats()
-    assert after.mi_alloc - before.mi_alloc == after.mi_free - before.mi_free
-
-
-def test_pack_slice_out_of_range_is_a_typing_error():
-    @numba.njit
-    def too_far(pack):
-        return pack_slice(pack, 2, 2)
-
-    with pytest.raises(errors.TypingError, match="items 2:"):
-        too_far(pack_of([np.zeros(2)] * 3))
-
-
-@numba.njit
-def _listed(a, b, c):
-    out = array_list_new(3, (a + 1.0, b))
-    array_list_store(out, 2, (c,))
-    return out
-
-
-@numba.njit
-def _listed_past_the_end(a):
-    out = array_list_new(2, (a,))
-    array_list_store(out, 1, (a, a))
-    return out
-
-
-def test_array_lists_box_to_python_lists_of_arrays():
-    a, b, c = np.arange(3.0), np.asfortranarray(np.ones((2, 2)))[:, 0], np.arange(6.0)[::-2]
-    result = _listed(a, b, c)
-    assert isinstance(result, list) and len(result) == 3
-    for got, want in zip(result, [a + 1, b, c], strict=True):
-        np.testing.assert_array_equal(got, want)
-    with pytest.raises(IndexError, match="array list store out of range"):
-        _listed_past_the_end(a)

@@ -1,0 +1,243 @@
+"""A whole graph's calls emitted as one intrinsic, in IR linear in the number of calls.
+
+numba lowers a Python function of N calls through one variable per value: an alloca, a store, an incref
+and a decref per assignment, deletions placed by a liveness pass, and a scan of the block's assignments
+per variable (``Lower._find_singly_assigned_variable``, quadratic in the block's size). For a graph of 240
+nodes that is most of a compile. `graph_intrinsic` takes the graph as a `GraphPlan` and emits the calls
+itself: each value is an SSA register, a call's arguments are borrowed, each result is released after its
+last use, and each node function is typed once per distinct argument types.
+
+The plan's values are numbered *slots*: the items of the one tuple argument first, then the arrays read
+from pack arguments (`PlanItem`), then each call's outputs. For ``y_i = f(x_i, c)`` over a pack of three
+vectors and a constant ``c`` the emitted code is, as Python::
+
+    pack, c = args                    # slots 0, 1
+    y0 = f(pack[0], c)                # slot 2 read from the pack (borrowed), y0 is slot 3
+    y1 = f(pack[1], c)
+    y2 = f(pack[2], c)
+    return (y0, y1, y2)               # or a list of them: GraphPlan.lists
+"""
+
+from dataclasses import dataclass, field
+
+from llvmlite import ir
+from numba.core import cgutils, errors, types, typing
+from numba.cpython.listobj import ListInstance
+from numba.extending import intrinsic
+
+from intrinsics.argpack import ArrayPackType, array_list_type, table_item, table_of
+
+__all__ = ["GraphPlan", "PlanCall", "PlanItem", "graph_intrinsic"]
+
+
+@dataclass(frozen=True)
+class PlanItem:
+    """Slot ``slot`` is array ``index`` of the pack in slot ``pack``."""
+
+    slot: int
+    pack: int
+    index: int
+
+
+@dataclass(frozen=True)
+class PlanCall:
+    """``outputs = function(*arguments)``; from ``pack_from`` on, the arguments (arrays of one dtype and
+    ndim) go as one `ArrayPackType` argument."""
+
+    function: object
+    arguments: tuple[int, ...]
+    outputs: tuple[int, ...]
+    pack_from: int | None = None
+    label: object = None
+    """What typing errors name (the node)."""
+
+
+@dataclass(frozen=True)
+class GraphPlan:
+    """A graph as calls over slots; ``outputs`` are returned one each, then each group of ``lists`` (arrays
+    of one dtype and ndim) as one list."""
+
+    n_arguments: int
+    items: tuple[PlanItem, ...] = ()
+    calls: tuple[PlanCall, ...] = ()
+    outputs: tuple[int, ...] = ()
+    lists: tuple[tuple[int, ...], ...] = field(default=())
+
+
+def _pack_argument_type(argument_types):
+    first = argument_types[0]
+    if not all(isinstance(t, types.Array) and (t.dtype, t.ndim) == (first.dtype, first.ndim) for t in argument_types):
+        raise errors.TypingError(f"packed arguments must be arrays of one dtype and ndim: {argument_types}")
+    return ArrayPackType(first.dtype, first.ndim, len(argument_types))
+
+
+def _type_plan(typingctx, plan: GraphPlan, argument_types):
+    """The slot types and, per call, its function type, signature and argument types."""
+    slot_types = {i: types.unliteral(t) for i, t in enumerate(argument_types)}
+    for item in plan.items:
+        pack = slot_types[item.pack]
+        if not isinstance(pack, ArrayPackType) or not 0 <= item.index < pack.count:
+            raise errors.TypingError(f"slot {item.pack} ({pack}) has no array {item.index}")
+        slot_types[item.slot] = pack.array_type
+    resolved = {}
+    typed_calls = []
+    for call in plan.calls:
+        call_types = [slot_types[s] for s in call.arguments]
+        if call.pack_from is not None:
+            call_types = [*call_types[: call.pack_from], _pack_argument_type(call_types[call.pack_from :])]
+        function_type = typingctx.resolve_value_type(call.function)
+        key = (function_type, tuple(call_types))
+        if key not in resolved:
+            try:
+                resolved[key] = typingctx.resolve_function_type(function_type, tuple(call_types), {})
+            except errors.TypingError as error:
+                raise errors.TypingError(f"{call.label}: {error}") from error
+        signature = resolved[key]
+        if signature is None:
+            raise errors.TypingError(f"{call.label}: {call.function} cannot take {tuple(call_types)}")
+        results = signature.return_type
+        if len(call.outputs) == 1:
+            slot_types[call.outputs[0]] = results
+        elif isinstance(results, types.BaseTuple) and len(results) == len(call.outputs):
+            slot_types |= dict(zip(call.outputs, results))
+        else:
+            raise errors.TypingError(f"{call.label}: {len(call.outputs)} outputs from a call returning {results}")
+        typed_calls.append((function_type, signature, call_types))
+    return slot_types, typed_calls
+
+
+def _fold(context, builder, signature, arguments):
+    """The call's argument values, cast to ``signature``'s types and folded into its Python signature
+    (defaults, ``*args``), as numba's lowering of a call does."""
+    if signature.pysig is None:
+        return [context.cast(builder, v, t, s) for (v, t), s in zip(arguments, signature.args)]
+
+    def normal(index, param, argument):
+        value, value_type = argument
+        return context.cast(builder, value, value_type, signature.args[index])
+
+    def default(index, param, value):
+        return context.get_constant_generic(builder, signature.args[index], value)
+
+    def star(index, param, star_arguments):
+        star_types = signature.args[index]
+        values = [context.cast(builder, v, t, s) for (v, t), s in zip(star_arguments, star_types)]
+        return cgutils.make_anonymous_struct(builder, values)
+
+    return typing.fold_arguments(signature.pysig, arguments, {}, normal, default, star)
+
+
+def _last_uses(plan: GraphPlan) -> dict[int, int]:
+    """Slot -> index of the last call reading it (``len(plan.calls)`` for the ones returned one each; a
+    listed one is stored in its list as soon as it is made)."""
+    last = {}
+    for i, call in enumerate(plan.calls):
+        last |= {s: i for s in call.arguments}
+    return last | {s: len(plan.calls) for s in plan.outputs}
+
+
+def _reference(context, builder, value_type, value, name: str):
+    """``NRT_incref``/``NRT_decref`` of ``value``: an array's meminfo directly, other types through numba's
+    data model walk (which extracts every field of every array to find the meminfos)."""
+    if not isinstance(value_type, types.Array):
+        getattr(context.nrt, name)(builder, value_type, value)
+        return
+    function = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), [cgutils.voidptr_t]), f"NRT_{name}")
+    builder.call(function, [builder.extract_value(value, 0)])
+
+
+def _emit(context, builder, plan, slot_types, typed_calls, list_types, return_type, arguments):
+    values = {i: builder.extract_value(arguments, i) for i in range(plan.n_arguments)}
+    items = {item.slot: item for item in plan.items}
+    owned = set()
+    last = _last_uses(plan)
+
+    def value(slot):
+        if slot not in values:
+            item = items[slot]
+            values[slot] = table_item(builder, values[item.pack], item.index)
+        return values[slot]
+
+    def pack_argument(slots, pack_type):
+        """The pack of ``slots``: a view of a pack argument's table when they are its consecutive items,
+        else a table in the frame (the slots outlive the call, so it borrows them)."""
+        places = [items.get(s) for s in slots]
+        first = places[0]
+        if None not in places and all(p.pack == first.pack and p.index == first.index + k for k, p in enumerate(places)):
+            return builder.gep(values[first.pack], [ir.Constant(ir.IntType(64), first.index)])
+        return table_of(context, builder, pack_type, [(value(s), slot_types[s]) for s in slots])
+
+    lists = []
+    listed = {}
+    for group, list_type in zip(plan.lists, list_types):
+        instance = ListInstance.allocate(context, builder, list_type, len(group))
+        instance.size = ir.Constant(ir.IntType(64), len(group))
+        lists.append(instance.value)
+        place = (instance.data, list_type.dtype, context.data_model_manager[list_type.dtype])
+        for k, slot in enumerate(group):
+            listed.setdefault(slot, []).append((*place, k))
+
+    def store_listed(slot, give: bool):
+        """Store ``slot`` in the lists returning it as soon as it is made, so its value need not live on to
+        the end (240 arrays held to the end make one block LLVM's schedulers take seconds over). Each
+        place holds a reference; with ``give``, the last one takes ours."""
+        places = listed.get(slot, ())
+        for n, (data, item_type, model, k) in enumerate(places):
+            item = context.cast(builder, value(slot), slot_types[slot], item_type)
+            builder.store(model.as_data(builder, item), builder.gep(data, [ir.Constant(ir.IntType(64), k)]))
+            if give and n == len(places) - 1:
+                owned.discard(slot)
+            else:
+                _reference(context, builder, item_type, item, "incref")
+
+    produced = {slot for call in plan.calls for slot in call.outputs}
+    for slot in sorted(listed.keys() - produced):
+        store_listed(slot, give=False)
+    for i, (call, (function_type, signature, call_types)) in enumerate(zip(plan.calls, typed_calls)):
+        arguments = [(value(s), slot_types[s]) for s in call.arguments]
+        if call.pack_from is not None:
+            packed = pack_argument(call.arguments[call.pack_from :], call_types[-1])
+            arguments = [*arguments[: call.pack_from], (packed, call_types[-1])]
+        implementation = context.get_function(function_type, signature)
+        result = implementation(builder, _fold(context, builder, signature, arguments))
+        if len(call.outputs) == 1:
+            results = [result]
+        else:
+            results = [builder.extract_value(result, k) for k in range(len(call.outputs))]
+        values |= dict(zip(call.outputs, results))
+        owned |= set(call.outputs)
+        for slot in call.outputs:
+            store_listed(slot, give=last.get(slot, i) == i)
+        for slot in sorted({*call.arguments, *call.outputs} & owned):
+            if last.get(slot, i) == i:
+                _reference(context, builder, slot_types[slot], values[slot], "decref")
+                owned.discard(slot)
+
+    returned = []
+    for slot in plan.outputs:
+        _reference(context, builder, slot_types[slot], value(slot), "incref")
+        returned.append(value(slot))
+    returned += lists
+    for slot in sorted(owned):
+        _reference(context, builder, slot_types[slot], values[slot], "decref")
+    return context.make_tuple(builder, return_type, returned)
+
+
+def graph_intrinsic(plan: GraphPlan):
+    """An intrinsic running ``plan`` on one tuple of its ``n_arguments`` values; it returns the tuple of
+    ``plan.outputs`` followed by one list per group of ``plan.lists``."""
+
+    @intrinsic
+    def run_graph(typingctx, arguments):
+        if not isinstance(arguments, types.BaseTuple) or len(arguments) != plan.n_arguments:
+            return None
+        slot_types, typed_calls = _type_plan(typingctx, plan, arguments)
+        list_types = [array_list_type(slot_types[group[0]]) for group in plan.lists]
+        return_type = types.BaseTuple.from_types([*(slot_types[s] for s in plan.outputs), *list_types])
+
+        def codegen(context, builder, signature, args):
+            return _emit(context, builder, plan, slot_types, typed_calls, list_types, return_type, args[0])
+
+        return return_type(arguments), codegen
+
+    return run_graph

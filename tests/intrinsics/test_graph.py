@@ -1,0 +1,177 @@
+import sys
+
+import numba
+import numpy as np
+import pytest
+from numba.core import errors
+from numba.core.runtime import _nrt_python, rtsys
+
+from intrinsics.argpack import ArrayPack, ArrayPackType, pack_item
+from intrinsics.graph import GraphPlan, PlanCall, PlanItem, graph_intrinsic
+from intrinsics.join import linear_join
+
+
+@numba.njit
+def twice(x):
+    return x * 2.0
+
+
+@numba.njit
+def add(x, y):
+    return x + y
+
+
+@numba.njit
+def split(x):
+    return x + 1.0, x - 1.0, x.sum()
+
+
+@numba.njit
+def total(*xs):
+    out = xs[0].copy()
+    for x in xs[1:]:
+        out += x
+    return out
+
+
+@numba.njit
+def scaled(x, factor=3.0):
+    return x * factor
+
+
+@numba.njit
+def join_pack(axis, pack):
+    return linear_join(axis, (pack,), np.float64)
+
+
+@numba.njit
+def checked(x):
+    if x.sum() < 0:
+        raise ValueError("negative sum")
+    return x.copy()
+
+
+def pack_of(arrays):
+    dtype = arrays[0].dtype
+    return ArrayPack(ArrayPackType.of(dtype, arrays[0].ndim, len(arrays)), dtype, list(arrays))
+
+
+def compiled(plan):
+    run = graph_intrinsic(plan)
+
+    @numba.njit
+    def graph(arguments):
+        return run(arguments)
+
+    return graph
+
+
+def allocations_balance(call, n_calls=50):
+    call()
+    _nrt_python.memsys_enable_stats()
+    before = rtsys.get_allocation_stats()
+    for _ in range(n_calls):
+        call()
+    after = rtsys.get_allocation_stats()
+    return after.mi_alloc - before.mi_alloc == after.mi_free - before.mi_free
+
+
+def test_calls_on_pack_items_fill_the_output_list():
+    xs = [np.arange(4.0) + i for i in range(5)]
+    plan = GraphPlan(
+        n_arguments=1,
+        items=tuple(PlanItem(1 + k, 0, k) for k in range(5)),
+        calls=tuple(PlanCall(twice, (1 + k,), (6 + k,)) for k in range(5)),
+        lists=((6, 7, 8, 9, 10),),
+    )
+    (listed,) = compiled(plan)((pack_of(xs),))
+    assert isinstance(listed, list)
+    for got, x in zip(listed, xs, strict=True):
+        np.testing.assert_array_equal(got, x * 2)
+
+
+def test_values_flow_between_calls_and_returned_inputs_stay_alive():
+    x, y = np.arange(3.0), np.ones(3)
+    # slot 2 = x + y, slot 3 = 2 * slot 2, slot 4 = slot 3 + x; returns x itself, slot 4, and slot 3 twice
+    plan = GraphPlan(
+        n_arguments=2,
+        calls=(PlanCall(add, (0, 1), (2,)), PlanCall(twice, (2,), (3,)), PlanCall(add, (3, 0), (4,))),
+        outputs=(0, 4, 3, 3),
+    )
+    graph = compiled(plan)
+    before = sys.getrefcount(x)
+    same, result, doubled, again = graph((x, y))
+    np.testing.assert_array_equal(result, (x + y) * 2 + x)
+    for got, want in ((same, x), (doubled, (x + y) * 2), (again, (x + y) * 2)):
+        np.testing.assert_array_equal(got, want)
+    del same
+    assert sys.getrefcount(x) == before
+    assert allocations_balance(lambda: graph((x, y)))
+
+
+def test_multiple_outputs_unused_ones_released():
+    x = np.arange(5.0)
+    plan = GraphPlan(n_arguments=1, calls=(PlanCall(split, (0,), (1, 2, 3)),), outputs=(2, 3))
+    graph = compiled(plan)
+    minus, summed = graph((x,))
+    np.testing.assert_array_equal(minus, x - 1)
+    assert summed == x.sum()
+    assert allocations_balance(lambda: graph((x,)))
+
+
+def test_star_arguments_and_defaults_fold_as_numba_calls_do():
+    xs = [np.arange(3.0) * i for i in range(4)]
+    plan = GraphPlan(
+        n_arguments=4,
+        calls=(PlanCall(total, (0, 1, 2, 3), (4,)), PlanCall(scaled, (4,), (5,))),
+        outputs=(5,),
+    )
+    (result,) = compiled(plan)(tuple(xs))
+    np.testing.assert_array_equal(result, sum(xs) * 3)
+
+
+@pytest.mark.parametrize("borrowed", [True, False])
+def test_packed_arguments_from_a_pack_slice_or_a_frame_table(borrowed):
+    xs = [np.arange(3.0) + 10 * i for i in range(4)]
+    items = tuple(PlanItem(2 + k, 1, k) for k in range(4))
+    if borrowed:
+        # items 1..3 of the argument pack, in order: the call gets a view of the pack's table
+        calls = (PlanCall(join_pack, (0, 3, 4, 5), (6,), pack_from=1),)
+        want = np.concatenate(xs[1:])
+    else:
+        # a computed value and pack items out of order: the call gets a table built in the frame
+        calls = (PlanCall(twice, (2,), (6,)), PlanCall(join_pack, (0, 5, 6, 3), (7,), pack_from=1))
+        want = np.concatenate([xs[3], xs[0] * 2, xs[1]])
+    plan = GraphPlan(n_arguments=2, items=items, calls=calls, outputs=(calls[-1].outputs[0],))
+    graph = compiled(plan)
+    (joined,) = graph((0, pack_of(xs)))
+    np.testing.assert_array_equal(joined, want)
+    assert allocations_balance(lambda: graph((0, pack_of(xs))))
+
+
+def test_an_exception_in_a_call_propagates():
+    plan = GraphPlan(n_arguments=1, calls=(PlanCall(twice, (0,), (1,)), PlanCall(checked, (1,), (2,))), outputs=(2,))
+    graph = compiled(plan)
+    np.testing.assert_array_equal(graph((np.ones(2),))[0], np.full(2, 2.0))
+    with pytest.raises(ValueError, match="negative sum"):
+        graph((-np.ones(2),))
+
+
+def test_a_call_that_cannot_be_typed_names_its_label():
+    plan = GraphPlan(n_arguments=1, calls=(PlanCall(add, (0,), (1,), label="the add node"),), outputs=(1,))
+    with pytest.raises(errors.TypingError, match="the add node"):
+        compiled(plan)((np.ones(2),))
+
+
+def test_output_count_must_match_the_call():
+    plan = GraphPlan(n_arguments=1, calls=(PlanCall(twice, (0,), (1, 2), label="two from one"),), outputs=(1,))
+    with pytest.raises(errors.TypingError, match="two from one"):
+        compiled(plan)((np.ones(2),))
+
+
+def test_pack_item_still_reads_packs_in_python_code():
+    @numba.njit
+    def second(pack):
+        return pack_item(pack, 1).sum()
+
+    assert second(pack_of([np.ones(2), np.arange(4.0)])) == 6.0

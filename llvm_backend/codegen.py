@@ -154,10 +154,27 @@ class GraphSource:
     node_keys: list = field(default_factory=list)
     plan: GraphPlan | None = None
     """The calls the function's one statement, ``return llvm_graph(arguments)``, emits."""
+    slot_names: dict[int, str] = field(default_factory=dict)
 
     @property
     def source(self) -> str:
         return f"def {self.name}({', '.join(self.params)}):\n{indent(chr(10).join(self.body), '    ')}\n"
+
+    def listing(self) -> str:
+        """The source, then what ``llvm_graph`` emits: a line per pack item read and per node call."""
+        names = self.slot_names
+        lines = [self.source, "# llvm_graph emits, from the tuple's items:"]
+        lines += [f"#   {names[i.slot]} = {names[i.pack]}[{i.index}]" for i in self.plan.items]
+        for call in self.plan.calls:
+            args = [names[s] for s in call.arguments]
+            if call.pack_from is not None:
+                args[call.pack_from :] = [f"pack({', '.join(args[call.pack_from :])})"]
+            function = getattr(call.function, "__name__", type(call.function).__name__)
+            lines.append(f"#   {', '.join(names[s] for s in call.outputs)} = {function}({', '.join(args)})  <- {call.label}")
+        returned = [names[s] for s in self.plan.outputs]
+        returned += [f"[{', '.join(names[s] for s in group)}]" for group in self.plan.lists]
+        lines.append(f"#   return ({', '.join(returned)},)")
+        return "\n".join(lines) + "\n"
 
     def arguments(self, sources: list, pack=lambda spec, items: ArrayPack(spec.numba_type, spec.dtype, items)) -> list:
         """The graph function's arguments from ``sources`` (one per input, then per constant parameter):
@@ -250,6 +267,8 @@ def graph_source(fgraph, convert_node, name="llvm_graph_fn") -> GraphSource:
         tuple(tuple(slots[fgraph.outputs[i]] for i in positions) for positions in graph.output_lists),
     )
     graph.global_env["llvm_graph"] = graph_intrinsic(graph.plan)
+    graph.slot_names = {slot: name_of(var) for var, slot in slots.items()}
+    graph.slot_names |= {len(graph.direct_sources) + k: pack.name for k, pack in enumerate(graph.packs)}
     graph.body.append(f"return llvm_graph({tuple_source([*graph.params, *map(name_of, embedded)])})")
     graph.node_keys.append(("outputs", tuple(coords[out] for out in fgraph.outputs)))
     graph.node_keys.append(("packs", tuple((str(p.numba_type), p.positions) for p in graph.packs)))

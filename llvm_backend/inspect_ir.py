@@ -221,6 +221,9 @@ class Inspection:
         return next(text for text in self.kernel.unoptimized_modules if _defines(text, self.kernel.name))
 
     def _generated_source(self) -> str:
+        graph = getattr(self.fn.maker.linker, "graph", None)
+        if graph is not None:
+            return graph.listing()
         py_func = self.kernel.dispatcher.py_func
         return getattr(py_func, "__source__", None) or inspect.getsource(py_func)
 

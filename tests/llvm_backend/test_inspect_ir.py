@@ -158,6 +158,14 @@ def test_graph_and_generated_source(doubled):
     assert source.startswith("def ") and "(x)" in source.splitlines()[0]
 
 
+def test_llvm_source_lists_the_calls_its_intrinsic_emits():
+    x, y = pt.dvector("x"), pt.dvector("y")
+    source = Inspection(pytensor.function([x, y], [x * 2, pt.concatenate([x, y])], mode="LLVM")).text("py")
+    assert source.startswith("def llvm_graph_fn(x, y):")
+    calls = [line for line in source.splitlines() if line.startswith("#   ") and "<-" in line]
+    assert len(calls) == 2 and any("Mul" in line for line in calls) and any("Join" in line for line in calls)
+
+
 def test_stage_text_takes_a_compiled_function():
     x = pt.dvector("x")
     fn = pytensor.function([x], pt.exp(x), mode="LLVM")

@@ -100,6 +100,8 @@ def _type_plan(typingctx, plan: GraphPlan, argument_types):
             slot_types[call.outputs[0]] = results
         elif isinstance(results, types.BaseTuple) and len(results) == len(call.outputs):
             slot_types |= dict(zip(call.outputs, results))
+        elif isinstance(results, types.IterableType) and not isinstance(results, types.BaseTuple):
+            slot_types |= {slot: results.iterator_type.yield_type for slot in call.outputs}
         else:
             raise errors.TypingError(f"{call.label}: {len(call.outputs)} outputs from a call returning {results}")
         typed_calls.append((function_type, signature, call_types))
@@ -127,6 +129,26 @@ def _fold(context, builder, signature, arguments):
     return typing.fold_arguments(signature.pysig, arguments, {}, normal, default, star)
 
 
+def _unpack(context, builder, container_type, container, count: int, label) -> list:
+    """The ``count`` items of an iterable result (a list, an array along its first axis), owned, as numba
+    unpacks ``a, b = f()``: a ValueError if it holds fewer or more. Releases the container."""
+    iterator_type = container_type.iterator_type
+    pair_type = types.Pair(iterator_type.yield_type, types.boolean)
+    iterator = context.get_function("getiter", typing.signature(iterator_type, container_type))(builder, (container,))
+    iternext = context.get_function("iternext", typing.signature(pair_type, iterator_type))
+    items = []
+    for k in range(count + 1):
+        pair = iternext(builder, (iterator,))
+        valid = context.pair_second(builder, pair, pair_type)
+        with cgutils.if_unlikely(builder, builder.not_(valid) if k < count else valid):
+            context.call_conv.return_user_exc(builder, ValueError, (f"{label}: expected {count} outputs",))
+        if k < count:
+            items.append(context.pair_first(builder, pair, pair_type))
+    context.nrt.decref(builder, iterator_type, iterator)
+    context.nrt.decref(builder, container_type, container)
+    return items
+
+
 def _last_uses(plan: GraphPlan) -> dict[int, int]:
     """Slot -> index of the last call reading it (``len(plan.calls)`` for the ones returned one each; a
     listed one is stored in its list as soon as it is made)."""
@@ -146,8 +168,11 @@ def _reference(context, builder, value_type, value, name: str):
     builder.call(function, [builder.extract_value(value, 0)])
 
 
-def _emit(context, builder, plan, slot_types, typed_calls, list_types, return_type, arguments):
-    values = {i: builder.extract_value(arguments, i) for i in range(plan.n_arguments)}
+def _emit(context, builder, plan, slot_types, typed_calls, list_types, return_type, arguments, argument_types):
+    values = {
+        i: context.cast(builder, builder.extract_value(arguments, i), argument_type, slot_types[i])
+        for i, argument_type in enumerate(argument_types)
+    }
     items = {item.slot: item for item in plan.items}
     owned = set()
     last = _last_uses(plan)
@@ -202,8 +227,10 @@ def _emit(context, builder, plan, slot_types, typed_calls, list_types, return_ty
         result = implementation(builder, _fold(context, builder, signature, arguments))
         if len(call.outputs) == 1:
             results = [result]
-        else:
+        elif isinstance(signature.return_type, types.BaseTuple):
             results = [builder.extract_value(result, k) for k in range(len(call.outputs))]
+        else:
+            results = _unpack(context, builder, signature.return_type, result, len(call.outputs), call.label)
         values |= dict(zip(call.outputs, results))
         owned |= set(call.outputs)
         for slot in call.outputs:
@@ -236,7 +263,7 @@ def graph_intrinsic(plan: GraphPlan):
         return_type = types.BaseTuple.from_types([*(slot_types[s] for s in plan.outputs), *list_types])
 
         def codegen(context, builder, signature, args):
-            return _emit(context, builder, plan, slot_types, typed_calls, list_types, return_type, args[0])
+            return _emit(context, builder, plan, slot_types, typed_calls, list_types, return_type, args[0], arguments)
 
         return return_type(arguments), codegen
 

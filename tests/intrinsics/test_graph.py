@@ -163,8 +163,13 @@ def test_a_call_that_cannot_be_typed_names_its_label():
         compiled(plan)((np.ones(2),))
 
 
-def test_output_count_must_match_the_call():
-    plan = GraphPlan(n_arguments=1, calls=(PlanCall(twice, (0,), (1, 2), label="two from one"),), outputs=(1,))
+@numba.njit
+def summed(x):
+    return x.sum()
+
+
+def test_several_outputs_need_a_tuple_or_an_iterable():
+    plan = GraphPlan(n_arguments=1, calls=(PlanCall(summed, (0,), (1, 2), label="two from one"),), outputs=(1,))
     with pytest.raises(errors.TypingError, match="two from one"):
         compiled(plan)((np.ones(2),))
 
@@ -175,3 +180,38 @@ def test_pack_item_still_reads_packs_in_python_code():
         return pack_item(pack, 1).sum()
 
     assert second(pack_of([np.ones(2), np.arange(4.0)])) == 6.0
+
+
+def test_the_tuple_may_be_built_in_compiled_code_with_constants():
+    plan = GraphPlan(n_arguments=2, calls=(PlanCall(scaled, (0, 1), (2,)),), outputs=(2,))
+    run = graph_intrinsic(plan)
+
+    @numba.njit
+    def graph(x):
+        return run((x, 3))
+
+    np.testing.assert_array_equal(graph(np.arange(3.0))[0], np.arange(3.0) * 3)
+
+
+@numba.njit
+def halves(x):
+    return [x[i : i + 2] for i in range(0, len(x), 2)]
+
+
+@numba.njit
+def rows(x):
+    return x + 0.0
+
+
+@pytest.mark.parametrize("function", [halves, rows])
+def test_iterable_results_unpack_like_numba_assignments(function):
+    """A node function may return its outputs as a list (stock's Split) or an array's rows (UnravelIndex)."""
+    x = np.arange(4.0)
+    plan = GraphPlan(n_arguments=1, calls=(PlanCall(function, (0,), (1, 2), label="two of them"),), outputs=(1, 2))
+    graph = compiled(plan)
+    first, second = graph((x if function is halves else x.reshape(2, 2),))
+    np.testing.assert_array_equal(first, x[:2])
+    np.testing.assert_array_equal(second, x[2:])
+    assert allocations_balance(lambda: graph((x if function is halves else x.reshape(2, 2),)))
+    with pytest.raises(ValueError, match="two of them: expected 2 outputs"):
+        graph((np.arange(6.0),) if function is halves else (np.arange(6.0).reshape(3, 2),))

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 
 from llvmlite import ir
 from numba.core import cgutils, errors, types, typing
+from numba.core.callconv import CPUCallConv, excinfo_t
+from numba.core.imputils import fix_returning_optional
 from numba.cpython.listobj import ListInstance
 from numba.extending import intrinsic
 
@@ -129,6 +131,39 @@ def _fold(context, builder, signature, arguments):
     return typing.fold_arguments(signature.pysig, arguments, {}, normal, default, star)
 
 
+def _call(context, builder, function_type, signature, arguments, frame: dict):
+    """Call ``function_type`` on ``arguments``, propagating its exception status.
+
+    A numba-compiled function is called as numba's ``user_function`` does, but its return slot and
+    exception pointer are allocas shared by every call returning that type (``frame``, which also keeps
+    each callee's declaration). numba's own call makes two per call site and zeroes the return slot before
+    each call: for 240 nodes, 480 allocas and 240 memsets, about a third of LLVM's time on the graph
+    function (1.8 s -> 1.4 s for the first call of 240 ``x * 2`` outputs). Anything else goes through
+    numba's implementation of the call."""
+    call_conv = context.call_conv
+    overloads = getattr(getattr(function_type, "dispatcher", None), "overloads", {})
+    if not (isinstance(call_conv, CPUCallConv) and isinstance(function_type, types.Dispatcher) and signature.args in overloads):
+        return context.get_function(function_type, signature)(builder, arguments)
+    compiled = overloads[signature.args]
+    fndesc = compiled.fndesc
+    if fndesc not in frame:
+        frame[fndesc] = context.declare_function(builder.module, fndesc)
+    callee = frame[fndesc]
+    return_slot_type = call_conv.get_return_type(fndesc.restype).pointee
+    if return_slot_type not in frame:
+        frame[return_slot_type] = cgutils.alloca_once(builder, return_slot_type, name="returned")
+    if "excinfo" not in frame:
+        frame["excinfo"] = cgutils.alloca_once(builder, ir.PointerType(excinfo_t), name="excinfo")
+    flat = context.get_arg_packer(fndesc.argtypes).as_arguments(builder, arguments)
+    code = builder.call(callee, [frame[return_slot_type], frame["excinfo"], *flat])
+    status = call_conv._get_return_status(builder, code, builder.load(frame["excinfo"]))
+    with cgutils.if_unlikely(builder, status.is_error):
+        call_conv.return_status_propagate(builder, status)
+    result = context.get_returned_value(builder, fndesc.restype, builder.load(frame[return_slot_type]))
+    context.add_linking_libs([compiled.library])
+    return fix_returning_optional(context, builder, signature, status, result)
+
+
 def _unpack(context, builder, container_type, container, count: int, label) -> list:
     """The ``count`` items of an iterable result (a list, an array along its first axis), owned, as numba
     unpacks ``a, b = f()``: a ValueError if it holds fewer or more. Releases the container."""
@@ -175,6 +210,7 @@ def _emit(context, builder, plan, slot_types, typed_calls, list_types, return_ty
     }
     items = {item.slot: item for item in plan.items}
     owned = set()
+    frame = {}
     last = _last_uses(plan)
 
     def value(slot):
@@ -223,8 +259,7 @@ def _emit(context, builder, plan, slot_types, typed_calls, list_types, return_ty
         if call.pack_from is not None:
             packed = pack_argument(call.arguments[call.pack_from :], call_types[-1])
             arguments = [*arguments[: call.pack_from], (packed, call_types[-1])]
-        implementation = context.get_function(function_type, signature)
-        result = implementation(builder, _fold(context, builder, signature, arguments))
+        result = _call(context, builder, function_type, signature, _fold(context, builder, signature, arguments), frame)
         if len(call.outputs) == 1:
             results = [result]
         elif isinstance(signature.return_type, types.BaseTuple):

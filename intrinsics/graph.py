@@ -81,13 +81,16 @@ def _type_plan(typingctx, plan: GraphPlan, argument_types):
         if not isinstance(pack, ArrayPackType) or not 0 <= item.index < pack.count:
             raise errors.TypingError(f"slot {item.pack} ({pack}) has no array {item.index}")
         slot_types[item.slot] = pack.array_type
+    function_types = {}
     resolved = {}
     typed_calls = []
     for call in plan.calls:
         call_types = [slot_types[s] for s in call.arguments]
         if call.pack_from is not None:
             call_types = [*call_types[: call.pack_from], _pack_argument_type(call_types[call.pack_from :])]
-        function_type = typingctx.resolve_value_type(call.function)
+        if id(call.function) not in function_types:
+            function_types[id(call.function)] = typingctx.resolve_value_type(call.function)
+        function_type = function_types[id(call.function)]
         key = (function_type, tuple(call_types))
         if key not in resolved:
             try:

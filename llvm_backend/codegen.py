@@ -23,7 +23,6 @@ and its plan: slot 0 the pack, slot 1 the constant ``[2.]``, slots 2..33 the pac
 
 from dataclasses import dataclass, field
 from hashlib import sha256
-from textwrap import indent
 
 import numpy as np
 from numba import typeof
@@ -139,7 +138,8 @@ class GraphSource:
 
     name: str
     params: list[str] = field(default_factory=list)
-    body: list[str] = field(default_factory=list)
+    returned: str = "()"
+    """The expression the function returns: ``llvm_graph((...))``."""
     global_env: dict = field(default_factory=dict)
     constant_params: list = field(default_factory=list)
     """``(name, value)`` of constants numba would make dynamic globals, passed as arguments instead."""
@@ -158,7 +158,7 @@ class GraphSource:
 
     @property
     def source(self) -> str:
-        return f"def {self.name}({', '.join(self.params)}):\n{indent(chr(10).join(self.body), '    ')}\n"
+        return f"def {self.name}({', '.join(self.params)}):\n    return {self.returned}\n"
 
     def listing(self) -> str:
         """The source, then what ``llvm_graph`` emits: a line per pack item read and per node call."""
@@ -269,7 +269,7 @@ def graph_source(fgraph, convert_node, name="llvm_graph_fn") -> GraphSource:
     graph.global_env["llvm_graph"] = graph_intrinsic(graph.plan)
     graph.slot_names = {slot: name_of(var) for var, slot in slots.items()}
     graph.slot_names |= {len(graph.direct_sources) + k: pack.name for k, pack in enumerate(graph.packs)}
-    graph.body.append(f"return llvm_graph({tuple_source([*graph.params, *map(name_of, embedded)])})")
+    graph.returned = f"llvm_graph({tuple_source([*graph.params, *map(name_of, embedded)])})"
     graph.node_keys.append(("outputs", tuple(coords[out] for out in fgraph.outputs)))
     graph.node_keys.append(("packs", tuple((str(p.numba_type), p.positions) for p in graph.packs)))
     graph.node_keys.append(("output lists", tuple(graph.output_lists)))

@@ -1,4 +1,4 @@
-"""The ``llvm-backend`` command: ``report``, ``ir`` and ``bench``."""
+"""The ``llvm-backend`` command: ``report``, ``ir``, ``bench`` and ``cache``."""
 
 import argparse
 import json
@@ -149,12 +149,31 @@ def _add_bench(commands) -> None:
     bench.set_defaults(run=_bench)
 
 
+def _cache(args) -> int:
+    from llvm_backend.rewrite_cache import DEFAULT
+
+    if args.action == "clear":
+        print(f"removed {DEFAULT.clear()} rewritten graphs from {DEFAULT.directory}")
+    else:
+        entries = DEFAULT.entries()
+        size = sum(p.stat().st_size for p in entries)
+        print(f"{DEFAULT.directory}: {len(entries)} rewritten graphs, {size / 1e6:.1f} MB")
+    return 0
+
+
+def _add_cache(commands) -> None:
+    cache = commands.add_parser("cache", help="the LLVM mode's cache of rewritten graphs: its size, or clear it")
+    cache.add_argument("action", choices=["info", "clear"], nargs="?", default="info")
+    cache.set_defaults(run=_cache)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="llvm-backend", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     _add_report(commands)
     _add_ir(commands)
     _add_bench(commands)
+    _add_cache(commands)
     return parser
 
 

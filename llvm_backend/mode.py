@@ -9,11 +9,12 @@ from pytensor.compile.mode import (
 from pytensor.graph.rewriting.basic import in2out
 from pytensor.graph.rewriting.db import RewriteDatabaseQuery, SequenceDB
 
+from llvm_backend import rewrite_cache
 from llvm_backend.hoist import hoist_invariants
 from llvm_backend.linker import REWRITE_TAG, LLVMLinker
 from llvm_backend.scalarize import ScalarizeGraph
 
-__all__ = ["LINKER_NAME", "LLVM", "MODE_NAME", "llvm_rewrites", "register"]
+__all__ = ["LINKER_NAME", "LLVM", "MODE_NAME", "LLVMMode", "llvm_rewrites", "register"]
 
 MODE_NAME = "LLVM"
 LINKER_NAME = "llvm"
@@ -26,7 +27,22 @@ llvm_rewrites.register(
 )
 llvm_rewrites.register("scalarize", ScalarizeGraph(), "fast_run", REWRITE_TAG, position=1)
 
-LLVM = Mode(
+
+
+class LLVMMode(Mode):
+    """A `Mode` whose query-resolved rewriter goes through the rewrite cache
+    (`llvm_backend.rewrite_cache`): a graph an earlier process rewrote is not rewritten again.
+    ``including``/``excluding``/``clone`` keep the class, so modes derived from "LLVM" cache too."""
+
+    @property
+    def optimizer(self):
+        rewriter = super().optimizer
+        if isinstance(self._optimizer, RewriteDatabaseQuery) and rewrite_cache.enabled():
+            return rewrite_cache.CachedRewriter(rewriter, rewrite_cache.DEFAULT)
+        return rewriter
+
+
+LLVM = LLVMMode(
     linker=LLVMLinker(),
     optimizer=RewriteDatabaseQuery(include=["fast_run", "numba", REWRITE_TAG]),
 )

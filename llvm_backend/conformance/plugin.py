@@ -36,7 +36,7 @@ from pytensor.configparser import parse_config_string
 from pytensor.link.numba.linker import NumbaLinker
 
 from llvm_backend.linker import REWRITE_TAG, LLVMLinker
-from llvm_backend.mode import LLVM
+from llvm_backend.mode import LLVM, LLVMMode
 
 __all__ = ["SUMMARY_PREFIX", "LLVMSubstitution"]
 
@@ -160,7 +160,9 @@ class LLVMSubstitution:
             return LLVMLinker
         if isinstance(value, Mode) and type(value.linker) is NumbaLinker:
             if value not in self.replacements:
-                self.replacements[value] = type(value)(linker=LLVMLinker(), optimizer=value.provided_optimizer)
+                # a plain Mode becomes an LLVMMode, as "LLVM" is: its graphs go through the rewrite cache
+                cls = LLVMMode if type(value) is Mode else type(value)
+                self.replacements[value] = cls(linker=LLVMLinker(), optimizer=value.provided_optimizer)
             return self.replacements[value]
         return value
 

@@ -20,6 +20,7 @@ COMPILE_AND_REPORT = textwrap.dedent(
         "hits": sum(stats.cache_hits.values()),
         "misses": sum(stats.cache_misses.values()),
         "llvm_backend_imported": "llvm_backend" in sys.modules,
+        "rewrites": dict(sys.modules["llvm_backend.rewrite_cache"].outcomes) if mode == "LLVM" else None,
     }))
     """
 )
@@ -40,6 +41,8 @@ def test_second_process_loads_the_llvm_function_from_the_disk_cache(tmp_path):
     assert first["values"] == second["values"] == EXPECTED
     assert (first["hits"], first["misses"]) == (0, 1)
     assert (second["hits"], second["misses"]) == (1, 0)
+    # the second process does not rewrite the graph either: the rewritten graph comes from the rewrite cache
+    assert (first["rewrites"], second["rewrites"]) == ({"stored": 1}, {"hit": 1})
 
 
 def test_stock_numba_never_loads_our_entries(tmp_path):

@@ -71,14 +71,18 @@ def test_graph_function_ir_grows_linearly_with_width():
     assert large < 2.2 * small
 
 
-def test_non_contiguous_constants_become_arguments():
+@pytest.mark.parametrize("rewrite_cache, arguments", [("0", 4), ("1", 0)], ids=["rewritten", "from-the-rewrite-cache"])
+def test_non_contiguous_constants_become_arguments(monkeypatch, rewrite_cache, arguments):
+    # Through the rewrite cache the graph compiled is the stored copy, whose constants were pickled: the
+    # columns come back contiguous, and numba embeds them.
+    monkeypatch.setenv("LLVM_BACKEND_REWRITE_CACHE", rewrite_cache)
     x = pt.dvector("x")
     design = np.arange(40.0).reshape(10, 4)
     columns = [pt.constant(design[:, i]) for i in range(4)]
     out = sum(c * x[i] for i, c in enumerate(columns))
     fn, result = compare_llvm_numba_and_py([x], out, [np.arange(4.0)])
     np.testing.assert_allclose(result, design @ np.arange(4.0))
-    assert len(fn.maker.linker.graph.constant_params) == 4
+    assert len(fn.maker.linker.graph.constant_params) == arguments
 
 
 def _mixed_inputs(n):

@@ -1,0 +1,258 @@
+"""The LLVM mode's cache of rewritten graphs (`llvm_backend.rewrite_cache`)."""
+
+import json
+import logging
+import os
+import pickle
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+import pytest
+from pytensor.compile.io import In
+from pytensor.graph.basic import Constant, equal_computations
+from pytensor.graph.destroyhandler import DestroyHandler
+from pytensor.graph.fg import FunctionGraph
+from pytensor.graph.traversal import graph_inputs
+from pytensor.graph.op import Op
+from pytensor.graph.rewriting.basic import GraphRewriter
+
+from llvm_backend import graphs, rewrite_cache
+from llvm_backend.mode import LLVM, LLVMMode
+from llvm_backend.rewrite_cache import CachedRewriter, RewriteCache, Uncacheable, graph_key, rewriter_fingerprint
+from llvm_backend.testing import compare_llvm_numba_and_py
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    """A fresh, empty cache for the LLVM mode."""
+    fresh = RewriteCache(tmp_path / "rewrites")
+    monkeypatch.setattr(rewrite_cache, "DEFAULT", fresh)
+    monkeypatch.delenv("LLVM_BACKEND_REWRITE_CACHE", raising=False)
+    return fresh
+
+
+def _outcomes_of(compile_once) -> dict:
+    before = dict(rewrite_cache.outcomes)
+    result = compile_once()
+    return result, {k: v - before.get(k, 0) for k, v in rewrite_cache.outcomes.items() if v != before.get(k, 0)}
+
+
+def _key(inputs, outputs, mode=LLVM):
+    fgraph = FunctionGraph(inputs, outputs, clone=True)
+    return graph_key(fgraph, rewriter_fingerprint(LLVMMode.optimizer.fget(mode).rewriter))
+
+
+def _small_regression():
+    return graphs.regression(n_cols=4, n_obs=20, n_groups=2)
+
+
+def test_second_compile_is_a_hit_with_the_same_rewritten_graph_and_values(cache):
+    g = _small_regression()
+    (first, first_values), stored = _outcomes_of(lambda: compare_llvm_numba_and_py(g.inputs, g.outputs, g.values))
+    (second, second_values), hit = _outcomes_of(lambda: compare_llvm_numba_and_py(g.inputs, g.outputs, g.values))
+    assert stored == {"stored": 1} and hit == {"hit": 1}
+    assert len(cache.entries()) == 1
+    assert equal_computations(first.maker.fgraph.outputs, second.maker.fgraph.outputs)
+    assert all(np.array_equal(a, b) for a, b in zip(first_values, second_values, strict=True))
+    # the graph runs on the function's own inputs, with a DestroyHandler (what follows rewriting asks it
+    # which inputs are destroyed, and orders in-place nodes by it) in both
+    assert {v for v in graph_inputs(second.maker.fgraph.outputs) if not isinstance(v, Constant)} <= set(
+        second.maker.fgraph.inputs
+    )
+    assert [type(f) for f in first.maker.fgraph._features] == [type(f) for f in second.maker.fgraph._features]
+    assert any(isinstance(f, DestroyHandler) for f in second.maker.fgraph._features)
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        pytest.param(lambda x, y: [x, x * y, x * y], id="an-input-and-a-repeated-output"),
+        pytest.param(lambda x, y: [pt.constant(3.0), (x + y).sum()], id="a-constant-output"),
+        pytest.param(lambda x, y: [pt.exp(x) * y, pt.concatenate([x, x, pt.log1p(pt.abs(x))]), x.argmax()],
+                     id="fused-join-argmax"),
+        pytest.param(lambda x, y: [pt.exp(x).sum(), pt.exp(x) * 2 + y, pt.exp(x).max()],
+                     id="an-in-place-node-after-the-readers-of-what-it-destroys"),
+    ],
+)
+def test_hits_compute_what_py_and_numba_compute(cache, build):
+    x, y = pt.dvector("x"), pt.dscalar("y")
+    outputs = build(x, y)
+    values = [np.linspace(-1.0, 2.0, 5), 0.5]
+    _, stored = _outcomes_of(lambda: compare_llvm_numba_and_py([x, y], outputs, values))
+    _, hit = _outcomes_of(lambda: compare_llvm_numba_and_py([x, y], outputs, values))
+    assert (stored, hit) == ({"stored": 1}, {"hit": 1})
+
+
+def test_a_hit_keeps_updates_and_in_place_rewrites_on_mutable_inputs(cache):
+    x = pt.dvector("x")
+    state = pytensor.shared(np.zeros(3), name="state")
+
+    def compile_and_run():
+        f = pytensor.function([In(x, mutable=True)], (x * 2).sum(), updates={state: state + x}, mode="LLVM")
+        value = np.arange(3.0)
+        return f(value), f(np.arange(3.0)), state.get_value(), value
+
+    first, stored = _outcomes_of(compile_and_run)
+    state.set_value(np.zeros(3))
+    second, hit = _outcomes_of(compile_and_run)
+    assert (stored, hit) == ({"stored": 1}, {"hit": 1})
+    assert all(np.array_equal(a, b) for a, b in zip(first[:3], second[:3], strict=True))
+    assert first[0] == 6.0 and np.array_equal(second[2], [0.0, 2.0, 4.0])
+    # what the input held after the call: the same in both (an in-place rewrite may have reused it)
+    assert np.array_equal(first[3], second[3])
+
+
+def test_what_changes_the_key(cache):
+    x, y = pt.dvector("x"), pt.dvector("y")
+    base = _key([x, y], [pt.exp(x) + y])
+    assert base == _key([x, y], [pt.exp(x) + y])
+    assert base != _key([x, y], [pt.exp(x) * y])
+    assert base != _key([x, y], [pt.exp(y) + x])
+    z = pt.fvector("y")
+    assert base != _key([x, z], [pt.exp(x) + z])
+    assert base != _key([x, y], [pt.exp(x) + y, x])
+    assert base != _key([x, y], [pt.exp(x) + y], mode=LLVM.excluding("local_exp_log"))
+    c = pt.constant(np.arange(3.0))
+    assert _key([x], [x + c]) != _key([x], [x + pt.constant(np.arange(3.0) + 1)])
+    assert _key([x], [x + c]) == _key([x], [x + pt.constant(np.arange(3.0))])
+    with pytensor.config.change_flags(optdb__max_use_ratio=4.0):
+        assert base != _key([x, y], [pt.exp(x) + y])
+
+
+def test_which_inputs_are_protected_is_keyed(cache):
+    x = pt.dvector("x")
+    protected = pytensor.function([x], pt.exp(x) + 1, mode="LLVM")
+    _, outcome = _outcomes_of(lambda: pytensor.function([In(x, mutable=True)], pt.exp(x) + 1, mode="LLVM"))
+    assert outcome == {"stored": 1}
+    assert len(cache.entries()) == 2
+    value = np.zeros(2)
+    protected(value)
+    assert np.array_equal(value, np.zeros(2))
+
+
+def test_the_key_is_the_same_in_another_process(cache):
+    script = textwrap.dedent(
+        """
+        import json, sys
+        import pytensor.tensor as pt
+        from pytensor.graph.fg import FunctionGraph
+        from llvm_backend import graphs
+        from llvm_backend.mode import LLVM, LLVMMode
+        from llvm_backend.rewrite_cache import graph_key, rewriter_fingerprint
+        g = graphs.regression(n_cols=4, n_obs=20, n_groups=2)
+        fgraph = FunctionGraph(g.inputs, g.outputs, clone=True)
+        print(json.dumps(graph_key(fgraph, rewriter_fingerprint(LLVMMode.optimizer.fget(LLVM).rewriter))))
+        """
+    )
+    keys = {
+        json.loads(subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                                  env=os.environ | {"PYTHONHASHSEED": seed}).stdout.splitlines()[-1])
+        for seed in ("1", "2", "3")
+    }
+    g = _small_regression()
+    assert keys == {_key(g.inputs, g.outputs)}
+
+
+def test_fingerprint_does_not_change_as_rewriters_are_used(cache):
+    before = rewriter_fingerprint(LLVMMode.optimizer.fget(LLVM).rewriter)
+    x = pt.dvector("x")
+    pytensor.function([x], [pt.exp(x).sum(), pt.concatenate([x, x]).max()], mode="LLVM")
+    assert rewriter_fingerprint(LLVMMode.optimizer.fget(LLVM).rewriter) == before
+
+
+class _HoldsALambda(Op):
+    __props__ = ()
+
+    def __init__(self):
+        self.fn = lambda v: v + 1
+
+    def make_node(self, x):
+        return pytensor.graph.basic.Apply(self, [x], [x.type()])
+
+    def perform(self, node, inputs, outputs):
+        outputs[0][0] = self.fn(inputs[0])
+
+
+def test_an_op_that_cannot_be_pickled_is_rewritten_as_usual(cache):
+    x = pt.dvector("x")
+    with pytest.raises(Uncacheable, match="cannot be pickled"):
+        _key([x], [_HoldsALambda()(pt.exp(x))])
+    f, outcome = _outcomes_of(lambda: pytensor.function([x], _HoldsALambda()(pt.exp(x)), mode="LLVM"))
+    assert outcome == {"uncacheable": 1}
+    assert cache.entries() == []
+    np.testing.assert_allclose(f(np.zeros(2)), [2.0, 2.0])
+
+
+def test_an_unreadable_entry_is_removed_and_the_graph_rewritten(cache, caplog):
+    x = pt.dvector("x")
+    pytensor.function([x], pt.exp(x).sum(), mode="LLVM")
+    (entry,) = cache.entries()
+    entry.write_bytes(b"not a pickle")
+    with caplog.at_level(logging.WARNING, logger="llvm_backend.rewrite_cache"):
+        f, outcome = _outcomes_of(lambda: pytensor.function([x], pt.exp(x).sum(), mode="LLVM"))
+    assert "unreadable rewrite cache entry" in caplog.text
+    assert outcome == {"stored": 1}
+    assert f(np.zeros(3)) == 3.0
+
+
+def test_an_entry_that_does_not_fit_the_graph_is_not_used(cache, caplog):
+    x = pt.dvector("x")
+    pytensor.function([x], pt.exp(x).sum(), mode="LLVM")
+    (entry,) = cache.entries()
+    other = pt.fmatrix("other")
+    entry.write_bytes(pickle.dumps(([other], [other.sum()], True)))
+    with caplog.at_level(logging.WARNING, logger="llvm_backend.rewrite_cache"):
+        f, outcome = _outcomes_of(lambda: pytensor.function([x], pt.exp(x).sum(), mode="LLVM"))
+    assert "not used" in caplog.text
+    assert outcome == {"stored": 1}
+    assert f(np.zeros(3)) == 3.0
+    with open(entry, "rb") as stored:
+        inputs, _, _ = pickle.load(stored)
+    assert inputs[0].type == x.type
+
+
+def test_least_recently_used_entries_go_first(tmp_path, monkeypatch):
+    small = RewriteCache(tmp_path, max_entries=2)
+    monkeypatch.setattr(rewrite_cache, "DEFAULT", small)
+    x = pt.dvector("x")
+    pytensor.function([x], pt.exp(x), mode="LLVM")
+    oldest = set(small.entries())
+    pytensor.function([x], pt.log(x), mode="LLVM")
+    os.utime(next(iter(oldest)), (1, 1))
+    pytensor.function([x], pt.exp(x), mode="LLVM")  # a hit: now the most recently used
+    pytensor.function([x], pt.sin(x), mode="LLVM")
+    remaining = set(small.entries())
+    assert len(remaining) == 2 and oldest <= remaining
+
+
+def test_disabled_by_the_environment(cache, monkeypatch):
+    assert isinstance(LLVM.optimizer, CachedRewriter)
+    monkeypatch.setenv("LLVM_BACKEND_REWRITE_CACHE", "0")
+    assert not isinstance(LLVM.optimizer, CachedRewriter)
+    x = pt.dvector("x")
+    pytensor.function([x], pt.exp(x), mode="LLVM")
+    assert cache.entries() == []
+
+
+def test_modes_derived_from_llvm_cache_too(cache):
+    for mode in (LLVM.including("fast_run"), LLVM.excluding("local_exp_log"), LLVM.clone()):
+        assert isinstance(mode, LLVMMode)
+        assert isinstance(mode.optimizer, CachedRewriter)
+        assert isinstance(mode.optimizer.rewriter, GraphRewriter)
+    assert not isinstance(pytensor.compile.mode.get_mode("NUMBA").optimizer, CachedRewriter)
+
+
+def test_cli_reports_and_clears(cache, capsys):
+    from llvm_backend.cli import main
+
+    x = pt.dvector("x")
+    pytensor.function([x], pt.exp(x), mode="LLVM")
+    assert main(["cache"]) == 0
+    assert "1 rewritten graphs" in capsys.readouterr().out
+    assert main(["cache", "clear"]) == 0
+    assert "removed 1 rewritten graphs" in capsys.readouterr().out
+    assert cache.entries() == []

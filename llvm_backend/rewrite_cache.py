@@ -19,7 +19,8 @@ and not stored. An op whose pickled state holds a set of strings keys differentl
 What is stored is the rewritten graph itself, pickled. The process that stores it puts the unpickled copy
 in place too, so every process compiles the same graph (numba's cache then serves the next one) and an
 entry that cannot be put back in place is never kept. Entries live in PyTensor's ``compiledir``
-(``llvm_backend_rewrites``), at most `MAX_ENTRIES`, the least recently used removed first.
+(``llvm_backend_rewrites``), at most `MAX_ENTRIES` of them and `MAX_BYTES` in all, the least recently used
+removed first.
 ``LLVM_BACKEND_REWRITE_CACHE=0`` in the environment turns the cache off; ``llvm-backend cache clear``
 empties it.
 
@@ -48,6 +49,7 @@ from pytensor.graph.rewriting.basic import GraphRewriter, Rewriter
 
 __all__ = [
     "DEFAULT",
+    "MAX_BYTES",
     "MAX_ENTRIES",
     "CachedRewriter",
     "RewriteCache",
@@ -62,7 +64,9 @@ _logger = logging.getLogger(__name__)
 FORMAT = 1
 """The layout of a key and an entry; changing either changes this."""
 
-MAX_ENTRIES = 512
+MAX_ENTRIES = 4096
+MAX_BYTES = 2**30
+"""The cache's bounds: past either, the least recently used entries go."""
 
 _FLAG_PREFIXES = (
     "floatX",
@@ -378,9 +382,15 @@ class RewriteCache:
     """Rewritten graphs on disk, one file per key, in ``directory`` (by default PyTensor's compiledir's
     ``llvm_backend_rewrites``)."""
 
-    def __init__(self, directory: str | os.PathLike | None = None, max_entries: int = MAX_ENTRIES):
+    def __init__(
+        self,
+        directory: str | os.PathLike | None = None,
+        max_entries: int = MAX_ENTRIES,
+        max_bytes: int = MAX_BYTES,
+    ):
         self._directory = None if directory is None else Path(directory)
         self.max_entries = max_entries
+        self.max_bytes = max_bytes
 
     @property
     def directory(self) -> Path:
@@ -412,6 +422,8 @@ class RewriteCache:
         (atomically); returns what was written."""
         entry = (list(fgraph.inputs), list(fgraph.outputs), hasattr(fgraph, "destroy_handler"))
         blob = pickle.dumps(entry, protocol=4)
+        if len(blob) > self.max_bytes:
+            raise ValueError(f"the rewritten graph takes {len(blob)} bytes, over the cache's {self.max_bytes}")
         self.directory.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=self.directory, suffix=".tmp")
         try:
@@ -428,12 +440,20 @@ class RewriteCache:
         self._path(key).unlink(missing_ok=True)
 
     def _evict(self) -> None:
-        entries = self.entries()
-        if len(entries) <= self.max_entries:
-            return
-        by_use = sorted(entries, key=lambda p: p.stat().st_mtime)
-        for path in by_use[: len(entries) - self.max_entries]:
+        sized = []
+        for path in self.entries():
+            try:
+                stat = path.stat()
+            except FileNotFoundError:
+                continue
+            sized.append((stat.st_mtime, stat.st_size, path))
+        sized.sort()
+        count, total = len(sized), sum(size for _, size, _ in sized)
+        for _, size, path in sized:
+            if count <= self.max_entries and total <= self.max_bytes:
+                break
             path.unlink(missing_ok=True)
+            count, total = count - 1, total - size
 
     def clear(self) -> int:
         """Remove every entry; returns how many."""

@@ -35,6 +35,7 @@ from pytensor.compile.mode import Mode, get_mode
 from pytensor.configparser import parse_config_string
 from pytensor.link.numba.linker import NumbaLinker
 
+from llvm_backend import rewrite_cache
 from llvm_backend.linker import REWRITE_TAG, LLVMLinker
 from llvm_backend.mode import LLVM, LLVMMode
 
@@ -178,6 +179,8 @@ class LLVMSubstitution:
         terminalreporter.write_line(
             f"{SUMMARY_PREFIX} LLVMLinker compiled {llvm} graphs, stock NumbaLinker compiled {stock}"
         )
+        outcomes = ", ".join(f"{outcome} {count}" for outcome, count in sorted(rewrite_cache.outcomes.items()))
+        terminalreporter.write_line(f"{SUMMARY_PREFIX} rewrite cache: {outcomes or 'not used'}")
         if self.too_few:
             terminalreporter.write_line(
                 f"{SUMMARY_PREFIX} FAILED: fewer than --llvm-min-compiled={self.minimum} graphs "

@@ -40,6 +40,7 @@ RUNS = {
 """Run name -> the pytest arguments that make it."""
 
 COMPILED = re.compile(rf"^{re.escape(SUMMARY_PREFIX)} LLVMLinker compiled (\d+) graphs.*$", re.MULTILINE)
+REWRITES = re.compile(rf"^{re.escape(SUMMARY_PREFIX)} rewrite cache: .*$", re.MULTILINE)
 
 
 def parse_args(argv):
@@ -180,6 +181,8 @@ def main(argv=None) -> int:
     print(table(results))
     compiled = COMPILED.search(outputs["LLVM"])
     print(compiled.group(0) if compiled else f"{SUMMARY_PREFIX} no compile count in the LLVM run's output")
+    if rewrites := REWRITES.search(outputs["LLVM"]):
+        print(rewrites.group(0))
     lost = regressions(results["NUMBA"], results["LLVM"])
     print(f"\nPassing under NUMBA, not under LLVM: {len(lost)}")
     for test, outcome in sorted(lost.items()):

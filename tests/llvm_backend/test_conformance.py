@@ -6,6 +6,7 @@ another module), ``mode="NUMBA"``, ``get_mode("NUMBA")``, ``Mode("numba")`` and 
 """
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -205,6 +206,9 @@ def test_runner_substitutes_llvm_everywhere(repo, tmp_path, capsys, concurrent):
     assert "| NUMBA | 7 | 0 | 1 | 1 | 0 | 9 |" in out
     assert "| LLVM | 6 | 1 | 1 | 1 | 0 | 9 |" in out
     assert f"llvm-mode: LLVMLinker compiled {COMPILING_TESTS} graphs, stock NumbaLinker compiled 0" in out
+    # the substituted modes are LLVMMode, so their graphs go through the rewrite cache (a Mode built inside
+    # a test, with optimizer=None, does not)
+    assert re.search(r"llvm-mode: rewrite cache: .*\b(hit|stored) [1-9]", out)
     assert "Passing under NUMBA, not under LLVM: 1\n  failed   tests.link.numba.test_basic::test_stock_only" in out
     assert code == 1
     assert not Path(cache, "pytensor-tests", TAG, "pyproject.toml").exists()

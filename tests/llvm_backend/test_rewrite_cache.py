@@ -134,27 +134,42 @@ def test_which_inputs_are_protected_is_keyed(cache):
     assert np.array_equal(value, np.zeros(2))
 
 
-def test_the_key_is_the_same_in_another_process(cache):
+def test_the_key_is_the_same_in_every_process(cache):
+    # Fresh processes (each its own string hashing), one of them after compiling other graphs first; in
+    # subprocesses, as this one may have imported packages that register rewrites (PyMC), which the key
+    # rightly covers.
     script = textwrap.dedent(
         """
         import json, sys
-        import pytensor.tensor as pt
+        import pytensor, pytensor.tensor as pt
         from pytensor.graph.fg import FunctionGraph
         from llvm_backend import graphs
         from llvm_backend.mode import LLVM, LLVMMode
         from llvm_backend.rewrite_cache import graph_key, rewriter_fingerprint
+        if sys.argv[1] == "after-compiling":
+            x = pt.dvector("x")
+            pytensor.function([x], [pt.exp(x).sum(), pt.concatenate([x, x])], mode="LLVM")
+            g = graphs.regression(n_cols=4, n_obs=20, n_groups=2)
+            pytensor.function(g.inputs, g.outputs, mode="LLVM")
         g = graphs.regression(n_cols=4, n_obs=20, n_groups=2)
         fgraph = FunctionGraph(g.inputs, g.outputs, clone=True)
         print(json.dumps(graph_key(fgraph, rewriter_fingerprint(LLVMMode.optimizer.fget(LLVM).rewriter))))
         """
     )
-    keys = {
-        json.loads(subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
-                                  env=os.environ | {"PYTHONHASHSEED": seed}).stdout.splitlines()[-1])
-        for seed in ("1", "2", "3")
-    }
-    g = _small_regression()
-    assert keys == {_key(g.inputs, g.outputs)}
+    env = os.environ | {"PYTENSOR_FLAGS": f"base_compiledir={cache.directory.parent}"}
+    keys = [
+        json.loads(
+            subprocess.run(
+                [sys.executable, "-c", script, state],
+                capture_output=True,
+                text=True,
+                check=True,
+                env=env | {"PYTHONHASHSEED": seed},
+            ).stdout.splitlines()[-1]
+        )
+        for seed, state in (("1", "fresh"), ("2", "fresh"), ("3", "after-compiling"))
+    ]
+    assert len(set(keys)) == 1
 
 
 def test_fingerprint_does_not_change_as_rewriters_are_used(cache):
@@ -215,18 +230,29 @@ def test_an_entry_that_does_not_fit_the_graph_is_not_used(cache, caplog):
     assert inputs[0].type == x.type
 
 
-def test_least_recently_used_entries_go_first(tmp_path, monkeypatch):
-    small = RewriteCache(tmp_path, max_entries=2)
+@pytest.mark.parametrize("bound", ["entries", "bytes"])
+def test_least_recently_used_entries_go_first(tmp_path, monkeypatch, bound):
+    small = RewriteCache(tmp_path, max_entries=2) if bound == "entries" else RewriteCache(tmp_path)
     monkeypatch.setattr(rewrite_cache, "DEFAULT", small)
     x = pt.dvector("x")
     pytensor.function([x], pt.exp(x), mode="LLVM")
-    oldest = set(small.entries())
+    (oldest,) = small.entries()
     pytensor.function([x], pt.log(x), mode="LLVM")
-    os.utime(next(iter(oldest)), (1, 1))
+    os.utime(oldest, (1, 1))
     pytensor.function([x], pt.exp(x), mode="LLVM")  # a hit: now the most recently used
+    if bound == "bytes":
+        small.max_bytes = int(1.25 * sum(p.stat().st_size for p in small.entries()))  # two such graphs, not three
     pytensor.function([x], pt.sin(x), mode="LLVM")
-    remaining = set(small.entries())
-    assert len(remaining) == 2 and oldest <= remaining
+    remaining = small.entries()
+    assert len(remaining) == 2 and oldest in remaining
+
+
+def test_a_graph_over_the_byte_bound_is_not_stored(tmp_path, monkeypatch):
+    monkeypatch.setattr(rewrite_cache, "DEFAULT", RewriteCache(tmp_path, max_bytes=100))
+    x = pt.dvector("x")
+    f, outcome = _outcomes_of(lambda: pytensor.function([x], pt.exp(x).sum(), mode="LLVM"))
+    assert outcome == {"not stored": 1} and rewrite_cache.DEFAULT.entries() == []
+    assert f(np.zeros(2)) == 2.0
 
 
 def test_disabled_by_the_environment(cache, monkeypatch):

@@ -121,6 +121,8 @@ def _package_identity(module: str) -> str:
         version = getattr(sys.modules.get(top), "__version__", None)
         if top in _OWN_PACKAGES:
             identity = _own_source_hash()
+        elif top in sys.stdlib_module_names or top == "builtins":
+            identity = "python"  # its version is keyed on its own
         elif isinstance(version, str):
             identity = f"{top}=={version}"
         else:

@@ -16,9 +16,12 @@ it). A graph holding something that cannot be keyed (an op that cannot be pickle
 and not stored. An op whose pickled state holds a set of strings keys differently from process to process
 (string hashing varies), which costs a miss, never a wrong hit.
 
-What is stored is the rewritten graph itself, pickled. The process that stores it puts the unpickled copy
-in place too, so every process compiles the same graph (numba's cache then serves the next one) and an
-entry that cannot be put back in place is never kept. Entries live in PyTensor's ``compiledir``
+What is stored is the rewritten graph itself, pickled. Pickling makes a strided constant (a design
+matrix's column) contiguous, which our linker embeds where it passed the strided one as an argument: for
+such a graph the process that stores it puts the unpickled copy in place too, so every process compiles
+the same code and numba's cache serves the next one (any other graph compiles as it was rewritten: putting
+the copy in place costs ~0.1 s at a few hundred nodes). An entry that cannot be put in place is removed
+and the graph rewritten. Entries live in PyTensor's ``compiledir``
 (``llvm_backend_rewrites``), at most `MAX_ENTRIES` of them and `MAX_BYTES` in all, the least recently used
 removed first.
 ``LLVM_BACKEND_REWRITE_CACHE=0`` in the environment turns the cache off; ``llvm-backend cache clear``
@@ -335,6 +338,17 @@ def graph_key(fgraph, fingerprint: str) -> str:
     return _digest(*(p.encode() for p in parts))
 
 
+def _pickling_changes_layout(fgraph) -> bool:
+    """Whether a constant of ``fgraph`` is an array neither C- nor F-contiguous: pickling makes it
+    contiguous, and our linker passes a strided constant as an argument but embeds a contiguous one."""
+    return any(
+        isinstance(var, Constant)
+        and isinstance(var.data, np.ndarray)
+        and not (var.data.flags.c_contiguous or var.data.flags.f_contiguous)
+        for var in fgraph.variables
+    )
+
+
 def _output_nodes(fgraph) -> dict:
     nodes = {}
     for var in fgraph.outputs:
@@ -517,9 +531,12 @@ class CachedRewriter(GraphRewriter):
             _logger.debug("llvm_backend: rewritten graph not stored: %s", error)
             self.cache.remove(key)
             return "not stored", profile
-        # The stored copy replaces the graph here too, so every process compiles the same graph, and
-        # with what a hit has: the features the graph came with and a DestroyHandler (which follows the
-        # change). The rewriters' other ones (a ShapeFeature, a MergeFeature) serve only rewriting.
+        if not _pickling_changes_layout(fgraph):
+            return "stored", profile
+        # The stored copy replaces the graph here too, so that every process compiles the same code and
+        # numba's cache serves the next one; with what a hit has: the features the graph came with and a
+        # DestroyHandler (which follows the change). The rewriters' other ones (a ShapeFeature, a
+        # MergeFeature) serve only rewriting.
         attached = [f for f in fgraph._features if f not in features and not isinstance(f, DestroyHandler)]
         for feature in attached:
             fgraph.remove_feature(feature)

@@ -314,27 +314,21 @@ def graph_key(fgraph, fingerprint: str) -> str:
         repr(sorted((getattr(fgraph, "update_mapping", None) or {}).items())),
         repr([(keyer.state(var.type), var.name) for var in fgraph.inputs]),
     ]
+
+    def ref(var) -> str:
+        if var not in refs:
+            if not isinstance(var, Constant):
+                raise Uncacheable(f"{var} is neither an input, a constant nor computed")
+            refs[var] = keyer.constant(var)
+        return refs[var]
+
     for n, node in enumerate(_toposort(fgraph.inputs, fgraph.outputs)):
-        entry = [keyer.state(node.op)]
-        for var in node.inputs:
-            ref = refs.get(var)
-            if ref is None:
-                if not isinstance(var, Constant):
-                    raise Uncacheable(f"{var} is neither an input, a constant nor computed")
-                ref = refs[var] = keyer.constant(var)
-            entry.append(ref)
+        entry = [keyer.state(node.op), *map(ref, node.inputs)]
         for k, out in enumerate(node.outputs):
             refs[out] = f"n{n}.{k}"
             entry.append(f"{keyer.state(out.type)}:{out.name!r}")
         parts.append(" ".join(entry))
-    outputs = []
-    for var in fgraph.outputs:
-        if var not in refs:
-            if not isinstance(var, Constant):
-                raise Uncacheable(f"output {var} is neither an input, a constant nor computed")
-            refs[var] = keyer.constant(var)
-        outputs.append(refs[var])
-    parts.append(" ".join(outputs))
+    parts.append(" ".join(map(ref, fgraph.outputs)))
     return _digest(*(p.encode() for p in parts))
 
 

@@ -2,7 +2,12 @@
 
 from pytensor.scalar import ScalarType
 
-__all__ = ["is_scalar_index"]
+try:  # PyTensor 3.0
+    from pytensor.compile.aliasing import Supervisor
+except ImportError:  # PyTensor 2.38
+    from pytensor.compile.function.types import Supervisor
+
+__all__ = ["Supervisor", "is_scalar_index"]
 
 
 def is_scalar_index(entry) -> bool:

@@ -13,12 +13,14 @@ from llvm_backend import rewrite_cache
 from llvm_backend.hoist import hoist_invariants
 from llvm_backend.linker import REWRITE_TAG, LLVMLinker
 from llvm_backend.scalarize import ScalarizeGraph
+from llvm_backend.supervisor import use_indexed_supervisor
 
 __all__ = ["LINKER_NAME", "LLVM", "MODE_NAME", "LLVMMode", "llvm_rewrites", "register"]
 
 MODE_NAME = "LLVM"
 LINKER_NAME = "llvm"
 REWRITES_NAME = "llvm_backend_rewrites"
+SUPERVISOR_NAME = "llvm_backend_indexed_supervisor"
 
 llvm_rewrites = SequenceDB()
 """Rewrites run only in the LLVM mode (anything using `LLVMLinker`)."""
@@ -54,5 +56,8 @@ def register() -> None:
         # After elemwise fusion (49), so our rewrites see fused nodes, and before the destroy
         # handler (49.5) and the inplace rewrites, so what we produce can still be made inplace.
         optdb.register(REWRITES_NAME, llvm_rewrites, REWRITE_TAG, position=49.4)
+    if SUPERVISOR_NAME not in optdb:
+        # Before every rewrite that validates (the first, merge1, is at 0).
+        optdb.register(SUPERVISOR_NAME, use_indexed_supervisor, REWRITE_TAG, position=-0.5)
     predefined_linkers.setdefault(LINKER_NAME, LLVM.linker)
     predefined_modes.setdefault(MODE_NAME, LLVM)

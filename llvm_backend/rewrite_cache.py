@@ -50,6 +50,8 @@ from pytensor.graph.destroyhandler import DestroyHandler
 from pytensor.graph.fg import Output
 from pytensor.graph.rewriting.basic import GraphRewriter, Rewriter
 
+from llvm_backend.supervisor import use_indexed_supervisor
+
 __all__ = [
     "DEFAULT",
     "MAX_BYTES",
@@ -494,6 +496,7 @@ class CachedRewriter(GraphRewriter):
         self.rewriter = rewriter
         self.cache = cache
         self.name = getattr(rewriter, "name", None)
+        self.supervises = use_indexed_supervisor in getattr(rewriter, "data", ())
 
     def add_requirements(self, fgraph):
         """Nothing: the wrapped rewriter adds its own when it runs."""
@@ -504,6 +507,9 @@ class CachedRewriter(GraphRewriter):
         return outcome, profile
 
     def _apply(self, fgraph):
+        if self.supervises:
+            # The query's own first rewrite, run here so that a hit ends with the features a miss does.
+            use_indexed_supervisor.apply(fgraph)
         try:
             key = graph_key(fgraph, rewriter_fingerprint(self.rewriter))
         except Uncacheable as reason:

@@ -11,7 +11,8 @@ from pytensor.link.numba.linker import NumbaLinker
 
 import llvm_backend
 from llvm_backend.linker import REWRITE_TAG, LLVMLinker
-from llvm_backend.mode import REWRITES_NAME
+from llvm_backend.mode import REWRITES_NAME, SUPERVISOR_NAME
+from llvm_backend.supervisor import use_indexed_supervisor
 from llvm_backend.testing import compare_llvm_numba_and_py
 
 
@@ -26,6 +27,9 @@ def test_mode_requires_our_rewrite_tag():
     assert REWRITE_TAG in LLVMLinker.required_rewrites
     assert REWRITES_NAME in optdb
     assert llvm_backend.llvm_rewrites in optdb.__db__[REWRITE_TAG]
+    assert use_indexed_supervisor in optdb.__db__[REWRITE_TAG]
+    # before the first rewrites that replace nodes (each replacement is validated)
+    assert optdb.__position__[SUPERVISOR_NAME] < optdb.__position__["inline_ofg_expansion"] < optdb.__position__["merge1"]
 
 
 def test_mode_by_linker_name_uses_our_linker():

@@ -6,6 +6,7 @@ import pytest
 
 import llvm_backend  # noqa: F401
 from llvm_backend.linker import LLVMLinker
+from llvm_backend.supervisor import IndexedSupervisor
 from llvm_backend.testing import assert_same_result
 
 
@@ -37,7 +38,10 @@ def test_logp_dlogp_function_matches_numba(model, ravel_inputs):
             args = [point[v.name] for v in logp_dlogp._grad_vars]
         results[mode] = logp_dlogp(args)
         if mode == "LLVM":
-            assert isinstance(logp_dlogp._pytensor_function.maker.linker, LLVMLinker)
+            maker = logp_dlogp._pytensor_function.maker
+            assert isinstance(maker.linker, LLVMLinker)
+            # PyMC builds a plain Mode from ours: the linker's required rewrites bring the indexed supervisor.
+            assert type(maker.fgraph._supervisor) is IndexedSupervisor
     (logp, grad), (want_logp, want_grad) = results["LLVM"], results["NUMBA"]
     assert_same_result(logp, want_logp, "logp")
     assert_same_result(grad, want_grad, "dlogp")

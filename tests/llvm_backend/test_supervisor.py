@@ -1,0 +1,187 @@
+"""The LLVM mode's `IndexedSupervisor`: the stock `Supervisor`'s verdicts, without a pass over every
+protected variable at each validation."""
+
+import numpy as np
+import pytensor
+import pytensor.scalar as ps
+import pytensor.tensor as pt
+import pytest
+from pytensor.compile.io import In
+from pytensor.compile.mode import get_mode
+from pytensor.graph.destroyhandler import DestroyHandler
+from pytensor.graph.fg import FunctionGraph
+from pytensor.graph.utils import InconsistencyError
+from pytensor.tensor.elemwise import Elemwise
+
+import llvm_backend  # noqa: F401
+from llvm_backend import graphs, rewrite_cache
+from llvm_backend._compat import Supervisor
+from llvm_backend.mode import SUPERVISOR_NAME
+from llvm_backend.supervisor import IndexedSupervisor
+from llvm_backend.testing import compare_llvm_numba_and_py
+
+# The LLVM mode as it would be without the indexed supervisor.
+STOCK_SUPERVISOR = get_mode("LLVM").excluding(SUPERVISOR_NAME)
+
+
+@pytest.fixture
+def no_rewrite_cache(monkeypatch):
+    """Graphs rewritten here, not taken from the rewrite cache (whose hits validate once)."""
+    monkeypatch.setenv("LLVM_BACKEND_REWRITE_CACHE", "0")
+
+
+@pytest.fixture
+def stock_checks(monkeypatch):
+    """How many validations the indexed supervisor left to the stock check."""
+    calls = []
+    stock = IndexedSupervisor._stock_check
+
+    def counted(self, fgraph):
+        calls.append(fgraph)
+        return stock(self, fgraph)
+
+    monkeypatch.setattr(IndexedSupervisor, "_stock_check", counted)
+    return calls
+
+
+def _add(destroy: int | None):
+    """``x + y``, in place on input ``destroy`` unless it is None."""
+    return Elemwise(ps.add, inplace_pattern={} if destroy is None else {0: destroy})
+
+
+def _supervised(supervisor_class):
+    """``x + y`` and ``(x + y) * 2`` over inputs ``x`` (protected) and ``y`` (not), supervised by
+    ``supervisor_class``."""
+    x, y = pt.dvector("x"), pt.dvector("y")
+    total = _add(None)(x, y)
+    fgraph = FunctionGraph([x, y], [total, total * 2], clone=False)
+    fgraph.attach_feature(DestroyHandler())
+    fgraph.attach_feature(supervisor_class([x]))
+    return fgraph, x, y, total
+
+
+@pytest.mark.parametrize(
+    "destroy, allowed",
+    [(1, True), (0, False)],
+    ids=["unprotected input", "protected input"],
+)
+def test_destroying_an_input_same_verdict_as_stock(destroy, allowed):
+    verdicts = []
+    for supervisor_class in (Supervisor, IndexedSupervisor):
+        fgraph, x, y, total = _supervised(supervisor_class)
+        try:
+            fgraph.replace_validate(total, _add(destroy)(x, y))
+            verdicts.append("allowed")
+        except InconsistencyError as error:
+            verdicts.append(str(error))
+        # A refused replacement is undone.
+        assert any(n.op.destroy_map for n in fgraph.apply_nodes) == allowed
+    stock, indexed = verdicts
+    assert indexed == stock
+    assert (stock == "allowed") == allowed
+    if not allowed:
+        assert "Trying to destroy a protected variable: x" in stock
+
+
+def test_destroying_an_output_same_verdict_as_stock():
+    verdicts = []
+    for supervisor_class in (Supervisor, IndexedSupervisor):
+        fgraph, x, y, total = _supervised(supervisor_class)
+        [doubled] = fgraph.outputs[1:]
+        in_place = Elemwise(ps.mul, inplace_pattern={0: 0})(total, pt.constant(2.0))
+        with pytest.raises(InconsistencyError, match="protected variable") as error:
+            fgraph.replace_validate(doubled, in_place)
+        verdicts.append(str(error.value))
+    assert verdicts[0] == verdicts[1]
+
+
+def test_the_index_decides_without_the_stock_check(stock_checks):
+    fgraph, x, y, total = _supervised(IndexedSupervisor)
+    fgraph.replace_validate(total, _add(1)(x, y))
+    fgraph.validate()
+    assert stock_checks == []
+    with pytest.raises(InconsistencyError):
+        fgraph.replace_validate(fgraph.outputs[0], _add(0)(x, y))
+    assert len(stock_checks) == 1  # a protected variable is destroyed: the stock check names it
+
+
+def test_fast_cycle_detection_uses_the_stock_check(stock_checks):
+    with pytensor.config.change_flags(cycle_detection="fast"):
+        fgraph, x, y, total = _supervised(IndexedSupervisor)
+        with pytest.raises(InconsistencyError, match="protected variables"):
+            fgraph.replace_validate(total, _add(0)(x, y))
+    assert stock_checks
+
+
+def test_the_llvm_mode_supervises_with_the_index(no_rewrite_cache, stock_checks):
+    graph = graphs.times_two(64)
+    fn = pytensor.function(graph.inputs, graph.outputs, mode="LLVM")
+    supervisor = fn.maker.fgraph._supervisor
+    assert type(supervisor) is IndexedSupervisor
+    assert supervisor in fn.maker.fgraph._features
+    assert set(supervisor.protected) == set(fn.maker.fgraph.inputs)
+    # 64 protected inputs and 64 outputs, and no validation walked them.
+    assert stock_checks == []
+    stock = pytensor.function(graph.inputs, graph.outputs, mode=STOCK_SUPERVISOR)
+    assert type(stock.maker.fgraph._supervisor) is Supervisor
+
+
+def test_through_the_rewrite_cache(tmp_path, monkeypatch):
+    monkeypatch.setattr(rewrite_cache, "DEFAULT", rewrite_cache.RewriteCache(tmp_path / "rewrites"))
+    monkeypatch.delenv("LLVM_BACKEND_REWRITE_CACHE", raising=False)
+    graph = graphs.regression(n_cols=4, n_obs=20, n_groups=2)  # strided constants: the stored copy is installed
+    for outcome in ("stored", "hit"):
+        before = rewrite_cache.outcomes[outcome]
+        fn = pytensor.function(graph.inputs, graph.outputs, mode="LLVM")
+        assert rewrite_cache.outcomes[outcome] == before + 1
+        supervisor = fn.maker.fgraph._supervisor
+        assert type(supervisor) is IndexedSupervisor and supervisor in fn.maker.fgraph._features
+        stock = pytensor.function(graph.inputs, graph.outputs, mode=STOCK_SUPERVISOR)
+        assert type(stock.maker.fgraph._supervisor) is Supervisor
+
+
+def _in_place_decisions(fn):
+    return [(str(node.op), node.op.destroy_map) for node in fn.maker.fgraph.toposort()]
+
+
+def _wide_in_place_graph():
+    """Inputs, intermediates that can be destroyed, an intermediate that is also an output, a
+    mutable input."""
+    xs = pt.dvectors(*(f"x{i}" for i in range(40)))
+    m = pt.dvector("m")
+    outputs = []
+    for i, x in enumerate(xs):
+        shifted = pt.exp(x) + i
+        outputs += [pt.log1p(shifted) * m, shifted] if i % 7 == 0 else [pt.log1p(shifted) * m]
+    outputs.append(pt.sort(m))
+    return [*xs, In(m, mutable=True)], outputs
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: graphs.times_two(31),
+        lambda: graphs.logp_grad(n_scalars=12),
+        lambda: graphs.concatenate(60),
+        _wide_in_place_graph,
+    ],
+    ids=["times_two_31", "logp_grad_12", "concatenate_60", "wide_in_place"],
+)
+def test_rewritten_graph_is_the_stock_supervisors(no_rewrite_cache, build):
+    graph = build()
+    inputs, outputs = (graph.inputs, graph.outputs) if isinstance(graph, graphs.Graph) else graph
+    indexed = pytensor.function(inputs, outputs, mode="LLVM")
+    stock = pytensor.function(inputs, outputs, mode=STOCK_SUPERVISOR)
+    assert _in_place_decisions(indexed) == _in_place_decisions(stock)
+
+
+def test_in_place_values_and_inputs_against_py_and_numba(no_rewrite_cache):
+    inputs, outputs = _wide_in_place_graph()
+    rng = np.random.default_rng(0)
+    values = [rng.normal(size=5) for _ in inputs]
+    fn, results = compare_llvm_numba_and_py(inputs, outputs, values)
+    assert any(node.op.destroy_map for node in fn.maker.fgraph.apply_nodes)
+    given = [np.copy(v) for v in values]
+    fn(*given)
+    for i, (after, before) in enumerate(zip(given[:-1], values[:-1], strict=True)):
+        np.testing.assert_array_equal(after, before, err_msg=f"protected input x{i} was overwritten")

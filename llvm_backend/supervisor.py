@@ -9,9 +9,9 @@ as under ours.
 
 `IndexedSupervisor` reaches the same verdict from the other side. A variable is destroyed exactly when it
 is a key of the DestroyHandler's ``droot`` (each destroyed root and every view of it), so it looks those
-keys up among the protected variables: O(destroyed) per validation, nothing when nothing is destroyed.
-When one is protected, or when ``droot`` is the larger side, or with ``cycle_detection=fast`` or another
-kind of destroy handler, the stock check runs (and raises its own error).
+keys up among the protected inputs and the outputs with set operations: no work when nothing is destroyed,
+else C loops over the destroyed variables and the outputs, instead of a Python call per protected variable. When one is protected, or with ``cycle_detection=fast`` or another kind of destroy handler, the
+stock check runs (and raises its own error).
 
 `use_indexed_supervisor`, the first rewrite of the LLVM mode, puts one in place of the stock Supervisor.
 """
@@ -36,12 +36,8 @@ class IndexedSupervisor(Supervisor):
         handler = getattr(fgraph, "destroy_handler", None)
         if config.cycle_detection != "fast" and type(handler) is DestroyHandler:
             droot, _, _ = handler.refresh_droot_impact()
-            if not droot:
+            if not droot or (self._protected.isdisjoint(droot) and droot.keys().isdisjoint(fgraph.outputs)):
                 return True
-            if len(droot) <= len(self._protected) + len(fgraph.outputs):
-                outputs = set(fgraph.outputs)
-                if not any(var in self._protected or var in outputs for var in droot):
-                    return True
         return self._stock_check(fgraph)
 
     if hasattr(Supervisor, "on_validate"):  # PyTensor 3.0

@@ -8,7 +8,7 @@ intrinsic that emits every node's call from a `GraphPlan` (`intrinsics.graph`): 
 value, each node function typed once per distinct argument types, each value released after its last use.
 
 Graphs of over 30 inputs take their arrays of one dtype and ndim as one `ArrayPack` parameter, and return
-over 30 outputs as one list per dtype and ndim; wide Join, JoinScalars and MakeVector nodes take their
+over 30 outputs as one list per dtype and ndim; wide Join, ScalarizedJoin and MakeVector nodes take their
 arrays as one pack. Constants numba would have to embed as dynamic globals (non-contiguous, or over 1 MB),
 which make a function uncacheable, become extra trailing parameters, fed from constant storage cells.
 
@@ -29,6 +29,8 @@ from numba import typeof
 from pytensor.graph.basic import Constant
 from pytensor.link.numba.dispatch.basic import cache_key_for_constant, numba_typify
 from pytensor.link.utils import unique_name_generator
+from pytensor.tensor.basic import Join, MakeVector
+from pytensor.tensor.rewriting.scalarize import ScalarizedJoin
 from pytensor.tensor.type import TensorType
 
 from intrinsics.argpack import PACKS_SUPPORTED, ArrayPack, ArrayPackType
@@ -70,27 +72,19 @@ def call_source(function: str, args: list[str]) -> str:
 def packed_arguments(node) -> int | None:
     """Where the arrays ``node``'s lowering can take as one pack start among its inputs, if it is worth it.
 
-    Join and JoinScalars (after the axis) and MakeVector (all its inputs) lower to ``linear_join``, which
-    takes a pack: more than ``MAX_ITEMS`` tensors of one dtype and ndim (``linear_join`` reads 0-d ones as
-    length-1 entries of a 1-d join)."""
-    from pytensor.tensor.basic import Join, MakeVector
-
-    from llvm_backend.scalar_ops import JoinScalars
-
-    if isinstance(node.op, Join | JoinScalars):
-        start = 1
-    elif isinstance(node.op, MakeVector):
-        start = 0
-    else:
+    Join, ScalarizedJoin and MakeVector lower to ``linear_join``, which takes its entries (all the node's
+    inputs) as a pack: more than ``MAX_ITEMS`` tensors of one dtype and ndim (``linear_join`` reads 0-d ones
+    as length-1 entries of a 1-d join)."""
+    if not isinstance(node.op, Join | ScalarizedJoin | MakeVector):
         return None
-    arrays = node.inputs[start:]
+    arrays = node.inputs
     fits = (
         PACKS_SUPPORTED
         and len(arrays) > MAX_ITEMS
         and all(isinstance(a.type, TensorType) for a in arrays)
         and len({(a.type.dtype, a.type.ndim) for a in arrays}) == 1
     )
-    return start if fits else None
+    return 0 if fits else None
 
 
 def _needs_parameter(value) -> bool:

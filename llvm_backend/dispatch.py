@@ -30,7 +30,7 @@ __all__ = [
 ]
 
 # Bump when any lowering's generated code changes, so stale on-disk cache entries are not reused.
-CODEGEN_VERSION = 5
+CODEGEN_VERSION = 6
 
 LOWERINGS: dict[type, Callable] = {}
 """Op class -> the intrinsic its LLVM-mode lowering calls."""
@@ -43,7 +43,13 @@ def llvm_funcify_and_cache_key(op, node=None, **kwargs) -> tuple[Callable, str |
 
 
 def lowering_cache_key(op, **extra) -> str:
-    """A cache key for one of our lowerings: the op's props, salted so stock entries never collide."""
+    """A cache key for one of our lowerings: the op's props, salted so stock entries never collide.
+
+    An ``OpFromGraph`` (PyTensor's scalarization ops are) has no props: its key is its class and ``extra``,
+    which must then say all the node function depends on."""
+    if not hasattr(op, "_props_dict"):
+        description = ("llvm_backend", CODEGEN_VERSION, type(op).__module__, type(op).__qualname__, sorted(extra.items()))
+        return sha256(repr(description).encode()).hexdigest()
     return default_hash_key_from_props(op, llvm_backend=CODEGEN_VERSION, **extra)
 
 

@@ -12,7 +12,6 @@ from pytensor.graph.rewriting.db import RewriteDatabaseQuery, SequenceDB
 from llvm_backend import rewrite_cache
 from llvm_backend.hoist import hoist_invariants
 from llvm_backend.linker import REWRITE_TAG, LLVMLinker
-from llvm_backend.scalarize import ScalarizeGraph
 from llvm_backend.supervisor import use_indexed_supervisor
 
 __all__ = ["LINKER_NAME", "LLVM", "MODE_NAME", "LLVMMode", "llvm_rewrites", "register"]
@@ -27,8 +26,6 @@ llvm_rewrites = SequenceDB()
 llvm_rewrites.register(
     "hoist_invariants", in2out(hoist_invariants, name="hoist_invariants"), "fast_run", REWRITE_TAG, position=0.5
 )
-llvm_rewrites.register("scalarize", ScalarizeGraph(), "fast_run", REWRITE_TAG, position=1)
-
 
 
 class LLVMMode(Mode):

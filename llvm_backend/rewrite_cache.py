@@ -16,12 +16,8 @@ it). A graph holding something that cannot be keyed (an op that cannot be pickle
 and not stored. An op whose pickled state holds a set of strings keys differently from process to process
 (string hashing varies), which costs a miss, never a wrong hit.
 
-What is stored is the rewritten graph itself, pickled. Pickling makes a strided constant (a design
-matrix's column) contiguous, which our linker embeds where it passed the strided one as an argument: for
-such a graph the process that stores it puts the unpickled copy in place too, so every process compiles
-the same code and numba's cache serves the next one (any other graph compiles as it was rewritten: putting
-the copy in place costs ~0.1 s at a few hundred nodes). An entry that cannot be put in place is removed
-and the graph rewritten. Entries live in PyTensor's ``compiledir``
+What is stored is the rewritten graph itself, pickled; an entry that cannot be put in place is removed and
+the graph rewritten. Entries live in PyTensor's ``compiledir``
 (``llvm_backend_rewrites``), at most `MAX_ENTRIES` of them and `MAX_BYTES` in all, the least recently used
 removed first.
 ``LLVM_BACKEND_REWRITE_CACHE=0`` in the environment turns the cache off; ``llvm-backend cache clear``
@@ -34,6 +30,7 @@ query, so functions PyMC compiles are rewritten as usual.
 
 import hashlib
 import importlib.metadata
+import io
 import logging
 import os
 import pickle
@@ -45,10 +42,12 @@ from pathlib import Path
 
 import numpy as np
 from pytensor import config
+from pytensor.compile.mode import _ActiveModeGraphRewriter
 from pytensor.graph.basic import Constant
 from pytensor.graph.destroyhandler import DestroyHandler
 from pytensor.graph.fg import Output
 from pytensor.graph.rewriting.basic import GraphRewriter, Rewriter
+from pytensor.misc.frozendict import frozendict
 
 from llvm_backend.supervisor import use_indexed_supervisor
 
@@ -235,6 +234,10 @@ def rewriter_fingerprint(rewriter: Rewriter) -> str:
         if id(obj) in seen:
             return [f"<{seen[id(obj)]}>"]
         seen[id(obj)] = len(seen)
+        if isinstance(obj, _ActiveModeGraphRewriter):
+            # What ``Mode.optimizer`` returns: the query's rewriter, run with the mode as the active one, whose
+            # linker decides how inner graphs (Scan, OpFromGraph) are rewritten. Its attributes are private.
+            return [_class_identity(type(obj)), _class_identity(type(obj._mode.linker)), *walk(obj._rewriter)]
         out = [_class_identity(type(obj)), repr(getattr(obj, "name", None))]
         for attribute, value in sorted(getattr(obj, "__dict__", {}).items()):
             tokens = None if attribute.startswith("_") else token_of(value)
@@ -276,6 +279,22 @@ def _toposort(inputs, outputs) -> list:
     return order
 
 
+class _StatePickler(pickle.Pickler):
+    """Pickles what an object is, not what it cached: a `frozendict` (an Elemwise's ``inplace_pattern``)
+    as its items, without the hash it stores once it has been hashed."""
+
+    def reducer_override(self, obj):
+        if type(obj) is frozendict:
+            return frozendict, (dict(obj),)
+        return NotImplemented
+
+
+def _state_bytes(obj) -> bytes:
+    buffer = io.BytesIO()
+    _StatePickler(buffer, protocol=4).dump(obj)
+    return buffer.getvalue()
+
+
 class _Keyer:
     def __init__(self):
         self.pickled: dict[int, str] = {}
@@ -285,7 +304,7 @@ class _Keyer:
         key = self.pickled.get(id(obj))
         if key is None:
             try:
-                blob = pickle.dumps(obj, protocol=4)
+                blob = _state_bytes(obj)
             except Exception as error:
                 raise Uncacheable(f"{obj!r} cannot be pickled: {error}") from error
             key = self.pickled[id(obj)] = _class_identity(type(obj)) + ":" + _digest(blob)
@@ -334,17 +353,6 @@ def graph_key(fgraph, fingerprint: str) -> str:
     return _digest(*(p.encode() for p in parts))
 
 
-def _pickling_changes_layout(fgraph) -> bool:
-    """Whether a constant of ``fgraph`` is an array neither C- nor F-contiguous: pickling makes it
-    contiguous, and our linker passes a strided constant as an argument but embeds a contiguous one."""
-    return any(
-        isinstance(var, Constant)
-        and isinstance(var.data, np.ndarray)
-        and not (var.data.flags.c_contiguous or var.data.flags.f_contiguous)
-        for var in fgraph.variables
-    )
-
-
 def _output_nodes(fgraph) -> dict:
     nodes = {}
     for var in fgraph.outputs:
@@ -385,7 +393,7 @@ def _install(fgraph, entry) -> None:
             fgraph.validate()
     except Exception:
         # A DestroyHandler attached stays: it follows the undo, and rewriting attaches one anyway when
-        # in-place rewrites run (PyTensor 2.38's cannot be detached).
+        # in-place rewrites run.
         _set_outputs(fgraph, before, "llvm_backend rewrite cache: undo")
         raise
 
@@ -429,9 +437,9 @@ class RewriteCache:
         os.utime(path)
         return entry
 
-    def store(self, key: str, fgraph) -> bytes:
+    def store(self, key: str, fgraph) -> None:
         """Write ``fgraph``'s inputs and outputs, and whether it has a `DestroyHandler`, under ``key``
-        (atomically); returns what was written."""
+        (atomically)."""
         entry = (list(fgraph.inputs), list(fgraph.outputs), hasattr(fgraph, "destroy_handler"))
         blob = pickle.dumps(entry, protocol=4)
         if len(blob) > self.max_bytes:
@@ -446,7 +454,6 @@ class RewriteCache:
             Path(tmp).unlink(missing_ok=True)
             raise
         self._evict()
-        return blob
 
     def remove(self, key: str) -> None:
         self._path(key).unlink(missing_ok=True)
@@ -523,30 +530,12 @@ class CachedRewriter(GraphRewriter):
             except Exception as error:
                 _logger.warning("llvm_backend: rewrite cache entry %s not used: %s", key, error)
                 self.cache.remove(key)
-        features = list(fgraph._features)
         profile = self.rewriter.rewrite(fgraph)
         try:
-            blob = self.cache.store(key, fgraph)
+            self.cache.store(key, fgraph)
         except Exception as error:
             _logger.debug("llvm_backend: rewritten graph not stored: %s", error)
             self.cache.remove(key)
-            return "not stored", profile
-        if not _pickling_changes_layout(fgraph):
-            return "stored", profile
-        # The stored copy replaces the graph here too, so that every process compiles the same code and
-        # numba's cache serves the next one; with what a hit has: the features the graph came with and a
-        # DestroyHandler (which follows the change). The rewriters' other ones (a ShapeFeature, a
-        # MergeFeature) serve only rewriting.
-        attached = [f for f in fgraph._features if f not in features and not isinstance(f, DestroyHandler)]
-        for feature in attached:
-            fgraph.remove_feature(feature)
-        try:
-            _install(fgraph, pickle.loads(blob))
-        except Exception as error:
-            _logger.warning("llvm_backend: a rewritten graph stored cannot be put in place: %s", error)
-            self.cache.remove(key)
-            for feature in attached:
-                fgraph.attach_feature(feature)
             return "not stored", profile
         return "stored", profile
 

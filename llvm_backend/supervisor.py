@@ -20,7 +20,7 @@ from pytensor.configdefaults import config
 from pytensor.graph.destroyhandler import DestroyHandler
 from pytensor.graph.rewriting.basic import GraphRewriter
 
-from llvm_backend._compat import Supervisor
+from pytensor.compile.aliasing import Supervisor
 
 __all__ = ["IndexedSupervisor", "UseIndexedSupervisor", "use_indexed_supervisor"]
 
@@ -32,26 +32,13 @@ class IndexedSupervisor(Supervisor):
         super().__init__(protected)
         self._protected = frozenset(self.protected)
 
-    def _check(self, fgraph):
+    def on_validate(self, fgraph):
         handler = getattr(fgraph, "destroy_handler", None)
         if config.cycle_detection != "fast" and type(handler) is DestroyHandler:
             droot, _, _ = handler.refresh_droot_impact()
             if not droot or (self._protected.isdisjoint(droot) and droot.keys().isdisjoint(fgraph.outputs)):
                 return True
-        return self._stock_check(fgraph)
-
-    if hasattr(Supervisor, "on_validate"):  # PyTensor 3.0
-
-        def _stock_check(self, fgraph):
-            return super().on_validate(fgraph)
-
-        on_validate = _check
-    else:  # PyTensor 2.38
-
-        def _stock_check(self, fgraph):
-            return super().validate(fgraph)
-
-        validate = _check
+        return super().on_validate(fgraph)
 
 
 class UseIndexedSupervisor(GraphRewriter):

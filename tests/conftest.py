@@ -1,4 +1,4 @@
 import importlib.util
 
-# The PyMC tests belong to the `pymc` extra (PyTensor 2.38.x); without PyMC they are not collected.
+# The PyMC tests belong to the `pymc` extra (PyMC 6.4, nutpie); without PyMC they are not collected.
 collect_ignore = [] if importlib.util.find_spec("pymc") else ["pymc"]

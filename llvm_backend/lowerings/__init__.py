@@ -1,5 +1,5 @@
 """Our lowerings of PyTensor ops, one module per op family; importing registers them in ``LOWERINGS``."""
 
-from llvm_backend.lowerings import join, scalar
+from llvm_backend.lowerings import join, reduction
 
-__all__ = ["join", "scalar"]
+__all__ = ["join", "reduction"]

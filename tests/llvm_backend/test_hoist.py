@@ -10,10 +10,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pytensor.tensor.elemwise import Elemwise
 
+from pytensor.tensor.rewriting.fused_elemwise import FusedElemwise
+from pytensor.tensor.rewriting.scalarize import ScalarizedElemwise
+
 import llvm_backend  # noqa: F401
 from llvm_backend.graphs import logp_grad
 from llvm_backend.hoist import split_invariant
-from llvm_backend.scalar_ops import ScalarizedElemwise
 from llvm_backend.testing import compare_llvm_numba_and_py
 
 
@@ -22,7 +24,7 @@ def _loops(fn):
     return [
         node
         for node in fn.maker.fgraph.apply_nodes
-        if isinstance(node.op, Elemwise | ScalarizedElemwise)
+        if isinstance(node.op, Elemwise | ScalarizedElemwise | FusedElemwise)
         and any(not all(getattr(i.type, "broadcastable", (True,))) for i in node.inputs)
     ]
 

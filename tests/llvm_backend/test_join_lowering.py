@@ -10,6 +10,7 @@ from intrinsics.join import linear_join
 from llvm_backend.codegen import MAX_ITEMS
 from llvm_backend.testing import compare_llvm_numba_and_py
 from pytensor.tensor.basic import Join, MakeVector
+from pytensor.tensor.rewriting.scalarize import ScalarizedJoin
 
 
 def test_join_is_lowered_by_linear_join():
@@ -24,12 +25,49 @@ def test_join_3d_every_axis_with_mixed_layouts(axis):
     compare_llvm_numba_and_py([a, b, c], pt.join(axis, a, b, c), values)
 
 
-def test_join_with_runtime_axis_and_upcast():
-    axis = pt.lscalar("axis")
+def test_join_with_upcast():
     x, y, z = pt.ivector("x"), pt.dvector("y"), pt.bvector("z")
-    values = [0, np.arange(3, dtype="int32"), np.linspace(0, 1, 2), np.array([1, -1], dtype="int8")]
-    fn, out = compare_llvm_numba_and_py([axis, x, y, z], pt.join(axis, x, y, z), values)
+    values = [np.arange(3, dtype="int32"), np.linspace(0, 1, 2), np.array([1, -1], dtype="int8")]
+    fn, out = compare_llvm_numba_and_py([x, y, z], pt.join(0, x, y, z), values)
     assert out.dtype == np.float64 and out.shape == (7,)
+    np.testing.assert_array_equal(out, np.concatenate(values))
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "uint8", "float64", "float32"])
+@pytest.mark.parametrize(("ndim", "axis"), [(1, 0), (2, 0), (2, 1), (3, 0), (3, 1), (3, 2)])
+def test_join_keeps_its_first_entry(dtype, ndim, axis):
+    # PyTensor 3.3's Join holds its axis as a property: the node's inputs are the entries only, and the
+    # first one (here of several elements) must not be read as the axis.
+    sizes = [3, 2, 4]
+    values = []
+    for k, size in enumerate(sizes):
+        shape = [2] * ndim
+        shape[axis] = size
+        values.append((np.arange(np.prod(shape)).reshape(shape) + 10 * k).astype(dtype))
+    inputs = [pt.tensor(f"x{k}", dtype=dtype, shape=(None,) * ndim) for k in range(len(sizes))]
+    _, out = compare_llvm_numba_and_py(inputs, pt.join(axis, *inputs), values)
+    np.testing.assert_array_equal(out, np.concatenate(values, axis=axis))
+
+
+@pytest.mark.parametrize("dtype", ["int64", "float64"])
+def test_scalarized_join_keeps_every_entry(dtype):
+    # PyTensor's scalarization turns this into a ScalarizedJoin of a vector, a scalar and a vector.
+    x, y = pt.vector("x", dtype=dtype), pt.vector("y", dtype=dtype)
+    out = pt.concatenate([x, pt.atleast_1d(x.sum()), y]) * 2
+    values = [np.array([0, 5, 6], dtype=dtype), np.array([7, 8, 9], dtype=dtype)]
+    fn, result = compare_llvm_numba_and_py([x, y], out, values)
+    assert ScalarizedJoin in {type(node.op) for node in fn.maker.fgraph.apply_nodes}
+    np.testing.assert_array_equal(result, np.array([0, 5, 6, 11, 7, 8, 9], dtype=dtype) * 2)
+
+
+@pytest.mark.parametrize("dtype", ["int64", "float64"])
+def test_packed_join_keeps_its_first_entry(dtype):
+    inputs = [pt.vector(f"x{k}", dtype=dtype) for k in range(MAX_ITEMS + 2)]
+    values = [np.arange(k, k + 3).astype(dtype) for k in range(len(inputs))]
+    fn, out = compare_llvm_numba_and_py(inputs, pt.join(0, *inputs), values)
+    joins = [call for call in fn.maker.linker.graph.plan.calls if isinstance(call.label.op, Join)]
+    assert [call.pack_from for call in joins] == [0]
+    np.testing.assert_array_equal(out, np.concatenate(values))
 
 
 def test_join_of_strided_and_empty_inputs():
@@ -52,16 +90,6 @@ def test_mismatch_message_names_input_and_axis():
     fn = pytensor.function([x, y, z], pt.join(1, x, y, z), mode="LLVM")
     with pytest.raises(ValueError, match=r"input 2 has size 5 along dimension 0.*join axis 1"):
         fn(np.ones((2, 3)), np.ones((2, 1)), np.ones((5, 3)))
-
-
-def test_axis_out_of_range_raises_like_stock():
-    axis, x = pt.lscalar("axis"), pt.dvector("x")
-    for mode in ("NUMBA", "LLVM"):
-        fn = pytensor.function([axis, x], pt.join(axis, x, x), mode=mode)
-        # Stock raises IndexError; we raise numpy's AxisError (an IndexError and a ValueError), as py does.
-        with pytest.raises(IndexError, match="out of bounds"):
-            fn(1, np.ones(2))
-
 
 
 @settings(max_examples=15, deadline=None)

@@ -41,7 +41,7 @@ import ctypes
 
 import numpy as np
 from llvmlite import ir
-from numba.core import cgutils, types
+from numba.core import cgutils, errors, types
 from numba.core.datamodel import models
 from numba.extending import NativeValue, intrinsic, register_model, unbox
 from numba.np import numpy_support
@@ -52,6 +52,7 @@ __all__ = [
     "ArrayPackType",
     "array_list_type",
     "pack_item",
+    "pack_of",
     "table_item",
     "table_of",
 ]
@@ -234,6 +235,32 @@ def pack_item(typingctx, pack, index):
         return value
 
     return pack.array_type(pack, index), codegen
+
+
+@intrinsic
+def pack_of(typingctx, arrays):
+    """The tuple ``arrays`` (of one dtype and ndim) as an `ArrayPack`, for compiled code that calls a function
+    taking a pack: a table of the arrays' structs in the caller's frame, borrowed (the pack must neither
+    outlive the arrays nor leave the function that made it).
+
+    For ``pack_of((x0, x1))`` of two 1-d C float64 arrays the emitted IR is::
+
+        %pack = alloca {i8*, i8*, i64, i64, double*, [1 x i64], [1 x i64]}, i64 2   ; in the entry block
+        store <x0 as layout A>, <ptr to %pack[0]>
+        store <x1 as layout A>, <ptr to %pack[1]>
+        ; the value is %pack
+    """
+    items = tuple(arrays) if isinstance(arrays, types.BaseTuple) else ()
+    if not items or not all(isinstance(a, types.Array) for a in items):
+        raise errors.TypingError(f"pack_of takes a non-empty tuple of arrays, got {arrays}")
+    if len({(a.dtype, a.ndim) for a in items}) != 1:
+        raise errors.TypingError(f"pack_of takes arrays of one dtype and ndim, got {arrays}")
+    pack = ArrayPackType(items[0].dtype, items[0].ndim, len(items))
+
+    def codegen(context, builder, signature, args):
+        return table_of(context, builder, pack, zip(cgutils.unpack_tuple(builder, args[0]), items, strict=True))
+
+    return pack(arrays), codegen
 
 
 def array_list_type(array: types.Array) -> types.List:

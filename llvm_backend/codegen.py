@@ -178,6 +178,29 @@ class GraphSource:
             *(pack(spec, [sources[i] for i in spec.positions]) for spec in self.packs),
         ]
 
+    @property
+    def hides_arguments(self) -> bool:
+        """Whether the function's parameters or results differ from the graph's inputs and outputs."""
+        return bool(self.packs or self.constant_params or self.output_lists)
+
+    def entry_source(self, n_inputs: int, function: str, name: str = "llvm_graph_entry") -> str:
+        """A function of the graph's ``n_inputs`` inputs returning its outputs in order, as stock's graph
+        function does, by calling ``function`` (this graph function): it packs what is packed, passes the
+        constant parameters by name (globals of the entry) and reads the listed outputs back in place."""
+        inputs = [f"entry_input_{k}" for k in range(n_inputs)]
+        sources = [*inputs, *(name for name, _ in self.constant_params)]
+        arguments = self.arguments(sources, pack=lambda _, items: f"pack_of({tuple_source(items)})")
+        n_direct = len(self.direct_outputs)
+        outputs = {j: f"result[{d}]" for d, j in enumerate(self.direct_outputs)}
+        for g, positions in enumerate(self.output_lists):
+            outputs |= {j: f"result[{n_direct + g}][{k}]" for k, j in enumerate(positions)}
+        returned = tuple_source([outputs[j] for j in range(len(outputs))]) if outputs else "()"
+        return (
+            f"def {name}({', '.join(inputs)}):\n"
+            f"    result = {call_source(function, arguments)}\n"
+            f"    return {returned}\n"
+        )
+
     def argument_types(self, input_types: list) -> list:
         """The numba types of the arguments, given the graph inputs' types."""
         sources = [*input_types, *(typeof(value) for _, value in self.constant_params)]

@@ -6,7 +6,8 @@ from pytensor.link.numba.cache import compile_numba_function_src
 from pytensor.link.numba.dispatch.basic import numba_njit
 from pytensor.link.numba.linker import NumbaLinker
 
-from intrinsics.argpack import ArrayPack
+from intrinsics.argpack import ArrayPack, pack_of
+from intrinsics.tuples import flatten_tuple
 from llvm_backend.codegen import GraphSource, PackParam, graph_cache_key, graph_source
 from llvm_backend.dispatch import CODEGEN_VERSION, llvm_funcify_and_cache_key
 
@@ -55,6 +56,26 @@ class ListedOutputs:
         return [outputs[i] for i in self.order]
 
 
+def graph_entry(graph: GraphSource, n_inputs: int, graph_fn):
+    """PyTensor's contract for a Numba-linked function's ``vm.jit_fn``: a numba dispatcher taking the values
+    of the graph's inputs and returning its outputs, callable from Python and from nopython code (nutpie
+    calls it inside a ``numba.cfunc``). That is ``graph_fn`` itself when its parameters and results are the
+    graph's; otherwise a function compiled on its first call (the thunk never calls it) that builds the
+    packs on its stack, passes the constant parameters and returns the listed outputs in the graph's order.
+    """
+    dispatcher = graph_fn.dispatcher if isinstance(graph_fn, ListedOutputs) else graph_fn
+    if not graph.hides_arguments:
+        return dispatcher
+    env = {
+        "llvm_graph_fn": dispatcher,
+        "pack_of": pack_of,
+        "flatten_tuple": flatten_tuple,
+        **dict(graph.constant_params),
+    }
+    source = graph.entry_source(n_inputs, "llvm_graph_fn")
+    return numba_njit(compile_numba_function_src(source, "llvm_graph_entry", global_env=env), final_function=True)
+
+
 class LLVMLinker(NumbaLinker):
     """A `NumbaLinker` whose nodes are lowered by ``llvm_funcify_and_cache_key``.
 
@@ -92,6 +113,17 @@ class LLVMLinker(NumbaLinker):
             cache=key is not None and config.numba__cache,
         )
         return ListedOutputs(dispatcher, self.graph) if self.graph.output_lists else dispatcher
+
+    def create_jitable_thunk(self, compute_map, order, input_storage, output_storage, storage_map):
+        """Stock's thunk, which calls the graph function (also its ``graph_fn``) with its packs and constant
+        parameters; the ``jit_fn`` handed out is `graph_entry`'s, which takes the graph's inputs as stock's
+        does."""
+        thunks, output_nodes, graph_fn = super().create_jitable_thunk(
+            compute_map, order, input_storage, output_storage, storage_map
+        )
+        [thunk] = thunks
+        thunk.graph_fn = graph_fn
+        return thunks, output_nodes, graph_entry(self.graph, len(self.fgraph.inputs), graph_fn)
 
     def create_thunk_inputs(self, storage_map):
         cells = [*super().create_thunk_inputs(storage_map), *([value] for _, value in self.graph.constant_params)]

@@ -45,11 +45,12 @@ __all__ = [
     "input_values",
     "kernel_instruction_count",
     "kernel_ir",
-    "numba_dispatcher",
     "nrt_allocations_per_call",
+    "numba_dispatcher",
     "prepare_inputs",
     "recording_ir_modules",
     "seconds_per_call",
+    "thunk_function",
     "time_per_call",
     "times_per_call",
     "uncached_kernel",
@@ -57,12 +58,20 @@ __all__ = [
 ]
 
 
-def numba_dispatcher(fn) -> CPUDispatcher:
-    """The numba dispatcher that a compiled PyTensor ``Function`` calls (``fn.vm.jit_fn``, or the dispatcher
-    inside it when the LLVM linker reorders outputs returned in lists)."""
+def thunk_function(fn):
+    """What a Numba-linked ``Function``'s thunk calls on its input cells' values: ``fn.vm.jit_fn`` under stock,
+    the graph function (``fn.vm.graph_fn``) under the LLVM linker, whose ``jit_fn`` may be an entry around it
+    taking the graph's inputs instead of its packs and constant parameters."""
     if not isinstance(fn.maker.linker, NumbaLinker):
         raise TypeError(f"{fn} was not compiled by a Numba linker (linker: {fn.maker.linker})")
-    return getattr(fn.vm.jit_fn, "dispatcher", fn.vm.jit_fn)
+    return getattr(fn.vm, "graph_fn", fn.vm.jit_fn)
+
+
+def numba_dispatcher(fn) -> CPUDispatcher:
+    """The numba dispatcher a compiled PyTensor ``Function``'s thunk calls (`thunk_function`, or the dispatcher
+    inside it when the LLVM linker reorders outputs returned in lists)."""
+    function = thunk_function(fn)
+    return getattr(function, "dispatcher", function)
 
 
 def input_values(fn, inputs) -> list:

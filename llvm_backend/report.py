@@ -28,6 +28,7 @@ from llvm_backend.measure import (
     numba_dispatcher,
     prepare_inputs,
     seconds_per_call,
+    thunk_function,
 )
 
 __all__ = [
@@ -109,8 +110,8 @@ def thunk_call(fn, values) -> Callable[[], object]:
     putting listed outputs back in order."""
     for container, value in zip(fn.input_storage, input_values(fn, values), strict=True):
         container.storage[0] = value
-    jit_fn, cells = fn.vm.jit_fn, fn.vm.inputs
-    return lambda: jit_fn(*[cell[0] for cell in cells])
+    function, cells = thunk_function(fn), fn.vm.inputs
+    return lambda: function(*[cell[0] for cell in cells])
 
 
 def _arrays_in(value) -> int:

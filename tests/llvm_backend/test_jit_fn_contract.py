@@ -1,0 +1,88 @@
+"""PyTensor's contract for a Numba-linked function: ``fn.vm.jit_fn(*input values)`` is a numba dispatcher,
+callable from Python and from nopython code (nutpie calls it inside a ``numba.cfunc``), returning the outputs.
+Our graph function may take packs and constant parameters and return outputs in lists; ``jit_fn`` hides
+them."""
+
+import numba
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+import pytest
+from numba.core.registry import CPUDispatcher
+
+import llvm_backend  # noqa: F401
+from llvm_backend.codegen import MAX_ITEMS
+from llvm_backend.testing import PY_MODE, assert_same_result
+
+LARGE = np.linspace(0.0, 1.0, 200_000)
+"""Over numba's 1 MB limit for embedded constants: a parameter of our graph function."""
+
+
+def _nopython_caller(n_inputs: int):
+    """An ``@njit`` function ``caller(jit_fn, *inputs)`` returning ``jit_fn(*inputs)``."""
+    names = [f"a{k}" for k in range(n_inputs)]
+    namespace = {}
+    exec(f"def caller(jit_fn, {', '.join(names)}):\n    return jit_fn({', '.join(names)})\n", namespace)
+    return numba.njit(namespace["caller"])
+
+
+def _graphs():
+    x = pt.dvector("x")
+    design = np.arange(40.0).reshape(10, 4)
+    many = [pt.dvector(f"v{k}") for k in range(MAX_ITEMS + 1)]
+    many_values = [np.arange(3.0) + k for k in range(len(many))]
+    return {
+        "large constant": ([x], [pt.exp(pt.constant(LARGE) * x[0]).sum() + x], [np.arange(3.0)]),
+        "strided constant": ([x], [pt.constant(design[:, 1]) * x[0] + x[1]], [np.arange(4.0)]),
+        "31 inputs": (many, [pt.add(*many) * 2, pt.concatenate(many)], many_values),
+        "35 outputs": ([x], [x * k + k for k in range(35)], [np.arange(3.0)]),
+    }
+
+
+GRAPHS = _graphs()
+
+
+@pytest.mark.parametrize("name", list(GRAPHS))
+def test_jit_fn_returns_what_stock_returns_from_python_and_nopython(name):
+    inputs, outputs, values = GRAPHS[name]
+    results = {}
+    for mode in ("NUMBA", "LLVM"):
+        jit_fn = pytensor.function(inputs, outputs, mode=mode).vm.jit_fn
+        assert isinstance(jit_fn, CPUDispatcher)
+        results[mode] = (jit_fn(*values), _nopython_caller(len(values))(jit_fn, *values))
+    want = results["NUMBA"][0]
+    for got in results["LLVM"]:
+        assert len(got) == len(want)
+        for k, (a, b) in enumerate(zip(got, want, strict=True)):
+            assert_same_result(a, b, f"{name}: output {k}")
+
+
+def test_jit_fn_of_240_inputs_matches_the_py_linker():
+    # Stock takes minutes to compile a 240-input graph, so the reference here is the py linker.
+    xs = [pt.dvector(f"x{k}") for k in range(240)]
+    values = [np.arange(2.0) * k for k in range(240)]
+    outputs = [pt.concatenate(xs).sum(), xs[7] * 2]
+    fn = pytensor.function(xs, outputs, mode="LLVM")
+    assert fn.maker.linker.graph.packs
+    want = pytensor.function(xs, outputs, mode=PY_MODE)(*values)
+    for got in (fn.vm.jit_fn(*values), _nopython_caller(240)(fn.vm.jit_fn, *values)):
+        for a, b in zip(got, want, strict=True):
+            assert_same_result(a, b, "240 inputs")
+
+
+def test_jit_fn_inside_a_cfunc_as_nutpie_calls_it():
+    x = pt.dvector("x")
+    jit_fn = pytensor.function([x], [pt.exp(pt.constant(LARGE) * x[0]).sum() * x], mode="LLVM").vm.jit_fn
+
+    @numba.cfunc("float64(float64)")
+    def logp(value):
+        return jit_fn(np.full(2, value))[0][1]
+
+    assert logp.ctypes(0.5) == pytest.approx(np.exp(LARGE * 0.5).sum() * 0.5)
+
+
+def test_jit_fn_is_the_graph_function_when_nothing_is_hidden():
+    x = pt.dvector("x")
+    fn = pytensor.function([x], [pt.exp(x).sum()], mode="LLVM")
+    assert not fn.maker.linker.graph.hides_arguments
+    assert fn.vm.jit_fn.py_func.__name__ == "llvm_graph_fn"

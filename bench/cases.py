@@ -22,6 +22,7 @@ from bench import references
 from llvm_backend.graphs import (
     Graph,
     concatenate,
+    fused_sum,
     join_arrays,
     logp_grad,
     reduction,
@@ -155,8 +156,9 @@ def _scalar_cases() -> list[Case]:
         )
         for kind in ("sum", "max", "prod")
     ]
+    fused = Case("reduction/fused_sum", "full reduction", fused_sum, references.fused_sum, _values)
     index = Case("index/x3", "scalar index", scalar_index, references.index_into_scalar_math, _values, in_quick=True)
-    return [*reductions, index]
+    return [*reductions, fused, index]
 
 
 def _logp_cases() -> list[Case]:

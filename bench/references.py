@@ -67,6 +67,14 @@ def prod_into_scalar_math(x):
 
 
 @fast_njit
+def fused_sum(x):
+    total = 0.0
+    for v in x:
+        total += v * 2.0 + 1.0
+    return np.asarray(total)
+
+
+@fast_njit
 def index_into_scalar_math(x):
     xi = x[3]
     return np.exp(xi) * xi + 1.0

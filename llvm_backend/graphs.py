@@ -15,6 +15,7 @@ __all__ = [
     "Graph",
     "concatenate",
     "full_reduction",
+    "fused_sum",
     "join_arrays",
     "logp_grad",
     "reduction",
@@ -156,6 +157,13 @@ def reduction(kind: str, length: int = 1000) -> Graph:
     values = [1.0 + 1e-3 * np.linspace(-1.0, 1.0, length)]
     description = f"{kind} of vector({length}) into scalar math"
     return Graph(f"{kind}_reduction", description, [x], [pt.sqrt(r * r + 1.0)], values)
+
+
+def fused_sum(length: int = 1_000_000) -> Graph:
+    """``(x * 2 + 1).sum()`` of a vector: an Elemwise whose only client is a full reduction."""
+    x = pt.dvector("x")
+    values = [np.linspace(0.0, 1.0, length)]
+    return Graph("fused_sum", f"(x * 2 + 1).sum() of vector({length})", [x], [(x * 2 + 1).sum()], values)
 
 
 def scalar_index(length: int = 16, index: int = 3) -> Graph:

@@ -64,7 +64,12 @@ def test_cases_cover_the_issue():
 
 def test_cases_are_selected_by_pattern():
     assert [c.name for c in select_cases(quick=True)] == list(QUICK_CASES)
-    assert [c.name for c in select_cases(pattern="^reduction/")] == ["reduction/sum", "reduction/max", "reduction/prod"]
+    assert [c.name for c in select_cases(pattern="^reduction/")] == [
+        "reduction/sum",
+        "reduction/max",
+        "reduction/prod",
+        "reduction/fused_sum",
+    ]
     assert select_cases(quick=True, pattern="3d") == []
 
 

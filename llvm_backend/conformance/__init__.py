@@ -5,3 +5,6 @@ repository at the installed version's tag (``runner``, ``suite``), runs it twice
 JUnit reports (``junit``). The LLVM run loads the pytest plugin ``llvm_backend.conformance.plugin``
 with ``--llvm-mode``, which puts the LLVM mode wherever the suite uses the stock numba mode.
 """
+
+SUMMARY_PREFIX = "llvm-mode:"
+"""Starts the lines the plugin prints at the end of the LLVM run (its compile counts), which the runner reads."""

@@ -2,12 +2,15 @@
 
 Both runs are pytest subprocesses in the extracted suite (its rootdir), with the same environment; the
 LLVM run adds ``-p llvm_backend.conformance.plugin --llvm-mode``. They run one after the other, echoing
-their output, or with ``--concurrent`` at the same time (a core each; their output goes to the logs only). The runner prints a table of outcome
-counts from their JUnit reports and the tests that pass under stock but not under LLVM; it exits with
-1 if there is any, 2 if the LLVM run did not compile through `LLVMLinker`.
+their output, or with ``--concurrent`` at the same time (a core each; their output goes to the logs only).
+The runner prints a table of outcome counts from their JUnit reports and the tests that pass under stock
+but not under LLVM; it exits with 1 if there is any, 2 if the LLVM run did not compile through `LLVMLinker`.
+``--stock-only`` runs NUMBA alone (its report is what ``--reuse-stock`` reuses later) and lists the tests it
+does not pass; it exits with 0 once the run has written its report.
 """
 
 import argparse
+import importlib.metadata
 import importlib.util
 import os
 import re
@@ -16,10 +19,11 @@ import sys
 import tempfile
 from pathlib import Path
 
+from llvm_backend.conformance import SUMMARY_PREFIX
 from llvm_backend.conformance.junit import OUTCOMES, count, read_outcomes
-from llvm_backend.conformance.plugin import SUMMARY_PREFIX
 from llvm_backend.conformance.suite import (
     DEFAULT_REPO,
+    MissingTag,
     default_cache_dir,
     extract_suite,
     installed_tag,
@@ -63,12 +67,20 @@ def parse_args(argv):
         " (the stock run does not depend on our code); run LLVM only",
     )
     parser.add_argument(
+        "--stock-only",
+        action="store_true",
+        help="run NUMBA only, writing the report that a later --reuse-stock reuses; list the tests it fails",
+    )
+    parser.add_argument(
         "--concurrent",
         action="store_true",
         help="run NUMBA and LLVM at the same time, writing their output to the logs only",
     )
     parser.add_argument("files", nargs="*", default=[SUITE], help=f"test files or dirs (default: {SUITE})")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.stock_only and (args.reuse_stock or args.concurrent):
+        parser.error("--stock-only runs NUMBA alone: it takes neither --reuse-stock nor --concurrent")
+    return args
 
 
 def resolve(tree: Path, name: str) -> str:
@@ -145,10 +157,9 @@ def run_suite(args, tree: Path, logs: Path) -> tuple[dict[str, dict[str, str]], 
     selection = [*(["-k", args.keyword] if args.keyword else []), *(resolve(tree, f) for f in args.files)]
     env = suite_environment(tree)
     reused = {"NUMBA"} if args.reuse_stock and (logs / "NUMBA.xml").exists() else set()
+    wanted = ["NUMBA"] if args.stock_only else list(RUNS)
     runs = {
-        name: [*run_args, f"--junitxml={logs / name}.xml", *selection]
-        for name, run_args in RUNS.items()
-        if name not in reused
+        name: [*RUNS[name], f"--junitxml={logs / name}.xml", *selection] for name in wanted if name not in reused
     }
     for name in runs:
         (logs / f"{name}.xml").unlink(missing_ok=True)
@@ -162,7 +173,7 @@ def run_suite(args, tree: Path, logs: Path) -> tuple[dict[str, dict[str, str]], 
             outputs = {name: run_pytest(name, run_args, tree, env, logs) for name, run_args in runs.items()}
     outputs |= {name: (logs / f"{name}.log").read_text() for name in reused}
     results = {}
-    for name in RUNS:
+    for name in wanted:
         junit = logs / f"{name}.xml"
         if not junit.exists():
             sys.exit(f"the {name} run wrote no JUnit report: see {logs / name}.log")
@@ -173,12 +184,24 @@ def run_suite(args, tree: Path, logs: Path) -> tuple[dict[str, dict[str, str]], 
 def main(argv=None) -> int:
     """Run the conformance comparison; the exit code says whether LLVM conforms."""
     args = parse_args(argv)
-    tree = extract_suite(args.pytensor_repo, args.tag, args.cache_dir)
+    try:
+        tree = extract_suite(args.pytensor_repo, args.tag, args.cache_dir)
+    except MissingTag as error:
+        sys.exit(f"error: {error}")
     logs = args.cache_dir / "conformance-logs" / args.tag
     logs.mkdir(parents=True, exist_ok=True)
+    if args.tag != installed_tag():
+        print(f"== the suite of {args.tag} against the installed PyTensor {importlib.metadata.version('pytensor')}")
     results, outputs = run_suite(args, tree, logs)
     print(f"\nPyTensor {args.tag}, {' '.join(args.files)}{f' -k {args.keyword!r}' if args.keyword else ''}")
     print(table(results))
+    if args.stock_only:
+        unpassed = {test: outcome for test, outcome in results["NUMBA"].items() if outcome in ("failed", "error")}
+        print(f"\nFailing under NUMBA: {len(unpassed)}")
+        for test, outcome in sorted(unpassed.items()):
+            print(f"  {outcome:8} {test}")
+        print(f"(log and JUnit report in {logs}; --reuse-stock reuses them)")
+        return 0
     compiled = COMPILED.search(outputs["LLVM"])
     print(compiled.group(0) if compiled else f"{SUMMARY_PREFIX} no compile count in the LLVM run's output")
     if rewrites := REWRITES.search(outputs["LLVM"]):

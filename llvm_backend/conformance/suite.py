@@ -7,6 +7,7 @@ mirror (bare or not), or a URL cloned shallowly at the tag. Nothing of them ente
 import importlib.metadata
 import importlib.util
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -16,6 +17,7 @@ from unittest import mock
 
 __all__ = [
     "DEFAULT_REPO",
+    "MissingTag",
     "default_cache_dir",
     "extract_suite",
     "installed_tag",
@@ -30,6 +32,10 @@ EXTRACTED = ("tests", "conftest.py")
 
 DROPPED_INI_OPTIONS = ("addopts", "testpaths")
 """PyTensor's pytest options that concern its whole repository (doctests of ``pytensor/``, durations)."""
+
+
+class MissingTag(LookupError):
+    """The repository has no such tag; the message names the closest release tags it has."""
 
 
 def installed_tag() -> str:
@@ -63,15 +69,49 @@ def pytest_ini(pyproject: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def release(tag: str) -> tuple[int, ...] | None:
+    """The version numbers of a release tag, ``rel-3.3.0`` -> ``(3, 3, 0)``; None for another name."""
+    match = re.fullmatch(r"rel-(\d+(?:\.\d+)*)", tag)
+    return tuple(map(int, match.group(1).split("."))) if match else None
+
+
+def missing_tag(source: str, tag: str, tags: list[str]) -> MissingTag:
+    """The error for a ``tag`` that ``source`` lacks, given the tags it has: it suggests the newest release
+    tag not after ``tag`` and says what to pass."""
+    releases = sorted((v, t) for t in tags if (v := release(t)) is not None)
+    message = f"{source} has no tag {tag}"
+    if tag == installed_tag():
+        message += f" (the installed PyTensor {importlib.metadata.version('pytensor')}'s, the default --tag)"
+    if releases:
+        wanted = release(tag)
+        earlier = [t for v, t in releases if wanted is None or v <= wanted]
+        suggestion = earlier[-1] if earlier else releases[-1][1]
+        message += f"; its newest release tag is {releases[-1][1]}. Pass e.g. --tag {suggestion}"
+    else:
+        message += "; it has no release (rel-X.Y.Z) tags. Pass --tag with one it has"
+    return MissingTag(message + ", or fetch the tag into the repository.")
+
+
 def repository(source: str, tag: str, scratch: Path) -> Path:
-    """A local repository holding ``tag``: ``source`` itself if it is a path, else a shallow clone in ``scratch``."""
+    """A local repository holding ``tag``: ``source`` itself if it is a path, else a shallow clone in ``scratch``.
+
+    Raises `MissingTag` if ``source`` has no ``tag``.
+    """
     if Path(source).exists():
+        found = ["git", "-C", source, "rev-parse", "--verify", "--quiet", f"{tag}^{{tree}}"]
+        if subprocess.run(found, capture_output=True, check=False).returncode:
+            raise missing_tag(source, tag, git(source, "tag", "--list").decode().split())
         return Path(source)
     clone = scratch / "clone"
-    subprocess.run(
-        ["git", "clone", "--quiet", "--bare", "--depth", "1", "--branch", tag, source, str(clone)],
-        check=True,
-    )
+    clone_command = ["git", "clone", "--quiet", "--bare", "--depth", "1", "--branch", tag, source, str(clone)]
+    cloned = subprocess.run(clone_command, check=False)
+    if cloned.returncode:
+        listing = ["git", "ls-remote", "--tags", "--refs", source]
+        remote = subprocess.run(listing, capture_output=True, text=True, check=False)
+        tags = [line.rpartition("refs/tags/")[2] for line in remote.stdout.splitlines()]
+        if remote.returncode == 0 and tag not in tags:
+            raise missing_tag(source, tag, tags)
+        cloned.check_returncode()
     return clone
 
 
@@ -79,7 +119,7 @@ def extract_suite(source: str, tag: str, cache_dir: Path) -> Path:
     """The suite at ``tag`` under ``cache_dir/pytensor-tests/<tag>``, extracted from ``source`` once.
 
     The tree holds ``EXTRACTED`` and a ``pytest.ini`` (written last: it marks a complete extraction),
-    which makes the tree pytest's rootdir.
+    which makes the tree pytest's rootdir. Raises `MissingTag` if ``source`` has no ``tag``.
     """
     tree = cache_dir / "pytensor-tests" / tag
     if (tree / "pytest.ini").exists():

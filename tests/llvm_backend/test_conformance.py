@@ -19,7 +19,13 @@ from pytensor.link.numba.linker import NumbaLinker
 from llvm_backend.conformance.junit import count, read_outcomes
 from llvm_backend.conformance.plugin import stock_equivalent
 from llvm_backend.conformance.runner import import_path, main, regressions, table
-from llvm_backend.conformance.suite import extract_suite, pytest_ini, suite_environment
+from llvm_backend.conformance.suite import (
+    MissingTag,
+    extract_suite,
+    missing_tag,
+    pytest_ini,
+    suite_environment,
+)
 from llvm_backend.linker import REWRITE_TAG, LLVMLinker
 
 TAG = "rel-0.0.0"
@@ -206,7 +212,7 @@ def test_runner_substitutes_llvm_everywhere(repo, tmp_path, capsys, concurrent):
     assert "| NUMBA | 7 | 0 | 1 | 1 | 0 | 9 |" in out
     assert "| LLVM | 6 | 1 | 1 | 1 | 0 | 9 |" in out
     assert f"llvm-mode: LLVMLinker compiled {COMPILING_TESTS} graphs, stock NumbaLinker compiled 0" in out
-    # the substituted modes are LLVMMode, so their graphs go through the rewrite cache (a Mode built inside
+    # the substituted modes carry our linker, so their graphs go through the rewrite cache (a Mode built inside
     # a test, with optimizer=None, does not)
     assert re.search(r"llvm-mode: rewrite cache: .*\b(hit|stored) [1-9]", out)
     assert "Passing under NUMBA, not under LLVM: 1\n  failed   tests.link.numba.test_basic::test_stock_only" in out
@@ -218,6 +224,40 @@ def test_runner_substitutes_llvm_everywhere(repo, tmp_path, capsys, concurrent):
     assert "== NUMBA: reusing" in out and "== LLVM: " in out
     assert "| NUMBA | 7 | 0 | 1 | 1 | 0 | 9 |" in out and "| LLVM | 6 | 1 | 1 | 1 | 0 | 9 |" in out
     assert again == 1
+
+
+def test_stock_only_runs_numba_alone(repo, tmp_path, capsys):
+    """``--stock-only`` writes the stock report and log (what ``--reuse-stock`` reuses) and runs no LLVM."""
+    cache = tmp_path / "cache"
+    code = main(
+        ["--pytensor-repo", str(repo), "--tag", TAG, "--cache-dir", str(cache), "--stock-only", "test_basic.py"]
+    )
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "== NUMBA: " in out and "== LLVM" not in out and "| LLVM |" not in out
+    assert "| NUMBA | 4 | 0 | 1 | 1 | 0 | 6 |" in out and "Failing under NUMBA: 0" in out
+    logs = cache / "conformance-logs" / TAG
+    assert {path.name for path in logs.iterdir()} == {"NUMBA.log", "NUMBA.xml"}
+
+
+def test_missing_tag_is_a_clear_error(repo, tmp_path):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--pytensor-repo", str(repo), "--tag", "rel-0.0.1", "--cache-dir", str(tmp_path), "--stock-only"])
+    assert str(exit_info.value) == (
+        f"error: {repo} has no tag rel-0.0.1; its newest release tag is {TAG}. Pass e.g. --tag {TAG},"
+        " or fetch the tag into the repository."
+    )
+    assert not Path(tmp_path, "pytensor-tests", "rel-0.0.1").exists()
+
+
+def test_missing_tag_suggests_the_newest_release_not_after_it():
+    tags = ["rel-3.2.4", "rel-3.3.0", "rel-3.10.0", "v1.0", "rel-4.0.0"]
+    message = str(missing_tag("repo", "rel-3.3.8", tags))
+    assert "repo has no tag rel-3.3.8" in message
+    assert "its newest release tag is rel-4.0.0. Pass e.g. --tag rel-3.3.0," in message
+    assert "Pass e.g. --tag rel-3.2.4," in str(missing_tag("repo", "rel-3.2.9", tags))
+    assert "it has no release (rel-X.Y.Z) tags" in str(missing_tag("repo", "rel-1.0.0", ["v1.0"]))
+    assert isinstance(missing_tag("repo", "x", []), MissingTag)
 
 
 def test_plugin_fails_a_session_that_compiles_nothing(repo, tmp_path):

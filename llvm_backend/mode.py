@@ -14,7 +14,7 @@ from llvm_backend.hoist import hoist_invariants
 from llvm_backend.linker import REWRITE_TAG, LLVMLinker
 from llvm_backend.supervisor import use_indexed_supervisor
 
-__all__ = ["LINKER_NAME", "LLVM", "MODE_NAME", "LLVMMode", "llvm_rewrites", "register"]
+__all__ = ["LINKER_NAME", "LLVM", "MODE_NAME", "llvm_rewrites", "register"]
 
 MODE_NAME = "LLVM"
 LINKER_NAME = "llvm"
@@ -28,20 +28,7 @@ llvm_rewrites.register(
 )
 
 
-class LLVMMode(Mode):
-    """A `Mode` whose query-resolved rewriter goes through the rewrite cache
-    (`llvm_backend.rewrite_cache`): a graph an earlier process rewrote is not rewritten again.
-    ``including``/``excluding``/``clone`` keep the class, so modes derived from "LLVM" cache too."""
-
-    @property
-    def optimizer(self):
-        rewriter = super().optimizer
-        if isinstance(self._optimizer, RewriteDatabaseQuery) and rewrite_cache.enabled():
-            return rewrite_cache.CachedRewriter(rewriter, rewrite_cache.DEFAULT)
-        return rewriter
-
-
-LLVM = LLVMMode(
+LLVM = Mode(
     linker=LLVMLinker(),
     optimizer=RewriteDatabaseQuery(include=["fast_run", "numba", REWRITE_TAG]),
 )
@@ -56,5 +43,8 @@ def register() -> None:
     if SUPERVISOR_NAME not in optdb:
         # Before every rewrite that validates (the first, merge1, is at 0).
         optdb.register(SUPERVISOR_NAME, use_indexed_supervisor, REWRITE_TAG, position=-0.5)
+    # Every query of optdb that includes our tag (whatever Mode carries our linker) goes through the rewrite
+    # cache; every other query gets PyTensor's own SequentialGraphRewriter.
+    optdb.seq_rewriter_type = rewrite_cache.cached_sequence
     predefined_linkers.setdefault(LINKER_NAME, LLVM.linker)
     predefined_modes.setdefault(MODE_NAME, LLVM)

@@ -23,9 +23,11 @@ removed first.
 ``LLVM_BACKEND_REWRITE_CACHE=0`` in the environment turns the cache off; ``llvm-backend cache clear``
 empties it.
 
-Only modes of class `llvm_backend.mode.LLVMMode` ("LLVM" and the modes ``including``, ``excluding`` or
-``clone`` derive from it) use it: PyMC's ``compile`` rebuilds a plain ``Mode`` from the mode's linker and
-query, so functions PyMC compiles are rewritten as usual.
+It serves every compile whose rewrites include the LLVM linker's, whatever `Mode` object carries the linker
+("LLVM", modes derived from it, PyMC's ``compile``, which rebuilds a plain ``Mode`` from the mode's linker and
+query, ``Mode(linker="llvm")``): importing the package makes `cached_sequence` PyTensor's ``optdb``'s
+``seq_rewriter_type``, which wraps such a query's rewriters in a `CachedRewriter` and leaves every other
+query's as PyTensor builds them. The key includes the linker of the mode compiling the graph.
 """
 
 import hashlib
@@ -42,11 +44,10 @@ from pathlib import Path
 
 import numpy as np
 from pytensor import config
-from pytensor.compile.mode import _ActiveModeGraphRewriter
 from pytensor.graph.basic import Constant
 from pytensor.graph.destroyhandler import DestroyHandler
 from pytensor.graph.fg import Output
-from pytensor.graph.rewriting.basic import GraphRewriter, Rewriter
+from pytensor.graph.rewriting.basic import GraphRewriter, Rewriter, SequentialGraphRewriter
 from pytensor.misc.frozendict import frozendict
 
 from llvm_backend.supervisor import use_indexed_supervisor
@@ -58,6 +59,7 @@ __all__ = [
     "CachedRewriter",
     "RewriteCache",
     "Uncacheable",
+    "cached_sequence",
     "graph_key",
     "outcomes",
     "rewriter_fingerprint",
@@ -234,10 +236,6 @@ def rewriter_fingerprint(rewriter: Rewriter) -> str:
         if id(obj) in seen:
             return [f"<{seen[id(obj)]}>"]
         seen[id(obj)] = len(seen)
-        if isinstance(obj, _ActiveModeGraphRewriter):
-            # What ``Mode.optimizer`` returns: the query's rewriter, run with the mode as the active one, whose
-            # linker decides how inner graphs (Scan, OpFromGraph) are rewritten. Its attributes are private.
-            return [_class_identity(type(obj)), _class_identity(type(obj._mode.linker)), *walk(obj._rewriter)]
         out = [_class_identity(type(obj)), repr(getattr(obj, "name", None))]
         for attribute, value in sorted(getattr(obj, "__dict__", {}).items()):
             tokens = None if attribute.startswith("_") else token_of(value)
@@ -495,6 +493,17 @@ def enabled() -> bool:
     return os.environ.get("LLVM_BACKEND_REWRITE_CACHE", "1").strip().lower() not in ("0", "false", "off", "no")
 
 
+def cached_sequence(rewriters, **kwargs) -> GraphRewriter:
+    """``optdb``'s ``seq_rewriter_type``: the `SequentialGraphRewriter` a query of PyTensor's ``optdb`` resolves
+    to, wrapped in a `CachedRewriter` when the query includes the LLVM linker's rewrites (its rewriters hold
+    `use_indexed_supervisor`, registered under our tag alone) and the cache is `enabled`. Every other query
+    gets PyTensor's own sequence, unchanged."""
+    sequence = SequentialGraphRewriter(rewriters, **kwargs)
+    if use_indexed_supervisor in rewriters and enabled():
+        return CachedRewriter(sequence, DEFAULT)
+    return sequence
+
+
 class CachedRewriter(GraphRewriter):
     """``rewriter``, skipped when ``cache`` holds the rewritten graph; what it returns is a
     ``(outcome, profile)`` pair, outcome one of "hit", "stored", "uncacheable", "not stored"."""
@@ -513,12 +522,19 @@ class CachedRewriter(GraphRewriter):
         outcomes[outcome] += 1
         return outcome, profile
 
+    def key(self, fgraph) -> str:
+        """``fgraph``'s key under this rewriter and the linker of the mode compiling it, which PyTensor stamps
+        on the graph while its rewriters run (inner graphs, Scan's and OpFromGraph's, are rewritten for it)."""
+        mode = getattr(fgraph, "_compile_mode", None)
+        linker = "no mode" if mode is None else _class_identity(type(mode.linker))
+        return graph_key(fgraph, _digest(rewriter_fingerprint(self.rewriter).encode(), linker.encode()))
+
     def _apply(self, fgraph):
         if self.supervises:
             # The query's own first rewrite, run here so that a hit ends with the features a miss does.
             use_indexed_supervisor.apply(fgraph)
         try:
-            key = graph_key(fgraph, rewriter_fingerprint(self.rewriter))
+            key = self.key(fgraph)
         except Uncacheable as reason:
             _logger.debug("llvm_backend: graph not cached: %s", reason)
             return "uncacheable", self.rewriter.rewrite(fgraph)

@@ -36,13 +36,11 @@ from pytensor.configparser import parse_config_string
 from pytensor.link.numba.linker import NumbaLinker
 
 from llvm_backend import rewrite_cache
+from llvm_backend.conformance import SUMMARY_PREFIX
 from llvm_backend.linker import REWRITE_TAG, LLVMLinker
-from llvm_backend.mode import LLVM, LLVMMode
+from llvm_backend.mode import LLVM
 
 __all__ = ["SUMMARY_PREFIX", "LLVMSubstitution"]
-
-SUMMARY_PREFIX = "llvm-mode:"
-"""Starts the line with the compile counts that the plugin prints (and the runner reads)."""
 
 FLAGS_AT_IMPORT = parse_config_string(os.environ.get("PYTENSOR_FLAGS", ""))
 """The PyTensor flags PyTensor was imported with (it was imported by this module at the latest)."""
@@ -161,9 +159,8 @@ class LLVMSubstitution:
             return LLVMLinker
         if isinstance(value, Mode) and type(value.linker) is NumbaLinker:
             if value not in self.replacements:
-                # a plain Mode becomes an LLVMMode, as "LLVM" is: its graphs go through the rewrite cache
-                cls = LLVMMode if type(value) is Mode else type(value)
-                self.replacements[value] = cls(linker=LLVMLinker(), optimizer=value.provided_optimizer)
+                # with our linker its graphs go through the rewrite cache, as "LLVM"'s do
+                self.replacements[value] = type(value)(linker=LLVMLinker(), optimizer=value.provided_optimizer)
             return self.replacements[value]
         return value
 

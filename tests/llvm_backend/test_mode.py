@@ -78,6 +78,7 @@ OTHER_MODES_SNAPSHOT = textwrap.dedent(
         modes = ("NUMBA", "FAST_RUN", "CVM")
         return (
             {name: rewrites(name) for name in modes},
+            {name: type(get_mode(name).optimizer._rewriter) for name in (*modes, "FAST_COMPILE")},
             {name: compiled(name) for name in modes},
             {name: id(get_mode(name)) for name in modes},
             sorted((str(op), id(f)) for op, f in numba_funcify.registry.items()),

@@ -13,18 +13,20 @@ import pytensor
 import pytensor.tensor as pt
 import pytest
 from pytensor.compile.io import In
+from pytensor.compile.mode import Mode, get_mode
 from pytensor.graph.basic import Constant, equal_computations
 from pytensor.graph.destroyhandler import DestroyHandler
 from pytensor.graph.fg import FunctionGraph
 from pytensor.graph.traversal import graph_inputs
 from pytensor.graph.op import Op
-from pytensor.graph.rewriting.basic import GraphRewriter, MergeFeature
+from pytensor.graph.rewriting.basic import MergeFeature, SequentialGraphRewriter
 from pytensor.scalar import Composite
 from pytensor.tensor.rewriting.shape import ShapeFeature
 
 from llvm_backend import graphs, rewrite_cache
-from llvm_backend.mode import LLVM, LLVMMode
-from llvm_backend.rewrite_cache import CachedRewriter, RewriteCache, Uncacheable, graph_key, rewriter_fingerprint
+from llvm_backend.linker import LLVMLinker
+from llvm_backend.mode import LLVM
+from llvm_backend.rewrite_cache import CachedRewriter, RewriteCache, Uncacheable, rewriter_fingerprint
 from llvm_backend.testing import compare_llvm_numba_and_py
 
 
@@ -43,9 +45,15 @@ def _outcomes_of(compile_once) -> dict:
     return result, {k: v - before.get(k, 0) for k, v in rewrite_cache.outcomes.items() if v != before.get(k, 0)}
 
 
+def _query_rewriter(mode):
+    """What ``mode``'s query resolves to, inside the wrapper ``Mode.optimizer`` stamps the mode with."""
+    return mode.optimizer._rewriter
+
+
 def _key(inputs, outputs, mode=LLVM):
     fgraph = FunctionGraph(inputs, outputs, clone=True)
-    return graph_key(fgraph, rewriter_fingerprint(LLVMMode.optimizer.fget(mode).rewriter))
+    fgraph._compile_mode = mode
+    return _query_rewriter(mode).key(fgraph)
 
 
 def _small_regression():
@@ -151,8 +159,7 @@ def test_the_key_is_the_same_in_every_process(cache):
         import pytensor, pytensor.tensor as pt
         from pytensor.graph.fg import FunctionGraph
         from llvm_backend import graphs
-        from llvm_backend.mode import LLVM, LLVMMode
-        from llvm_backend.rewrite_cache import graph_key, rewriter_fingerprint
+        from llvm_backend.mode import LLVM
         if sys.argv[1] == "after-compiling":
             x = pt.dvector("x")
             pytensor.function([x], [pt.exp(x).sum(), pt.concatenate([x, x])], mode="LLVM")
@@ -160,7 +167,8 @@ def test_the_key_is_the_same_in_every_process(cache):
             pytensor.function(g.inputs, g.outputs, mode="LLVM")
         g = graphs.regression(n_cols=4, n_obs=20, n_groups=2)
         fgraph = FunctionGraph(g.inputs, g.outputs, clone=True)
-        print(json.dumps(graph_key(fgraph, rewriter_fingerprint(LLVMMode.optimizer.fget(LLVM).rewriter))))
+        fgraph._compile_mode = LLVM
+        print(json.dumps(LLVM.optimizer._rewriter.key(fgraph)))
         """
     )
     env = os.environ | {"PYTENSOR_FLAGS": f"base_compiledir={cache.directory.parent}"}
@@ -180,10 +188,10 @@ def test_the_key_is_the_same_in_every_process(cache):
 
 
 def test_fingerprint_does_not_change_as_rewriters_are_used(cache):
-    before = rewriter_fingerprint(LLVMMode.optimizer.fget(LLVM).rewriter)
+    before = rewriter_fingerprint(_query_rewriter(LLVM).rewriter)
     x = pt.dvector("x")
     pytensor.function([x], [pt.exp(x).sum(), pt.concatenate([x, x]).max()], mode="LLVM")
-    assert rewriter_fingerprint(LLVMMode.optimizer.fget(LLVM).rewriter) == before
+    assert rewriter_fingerprint(_query_rewriter(LLVM).rewriter) == before
 
 
 class _HoldsALambda(Op):
@@ -263,20 +271,40 @@ def test_a_graph_over_the_byte_bound_is_not_stored(tmp_path, monkeypatch):
 
 
 def test_disabled_by_the_environment(cache, monkeypatch):
-    assert isinstance(LLVM.optimizer, CachedRewriter)
+    assert isinstance(_query_rewriter(LLVM), CachedRewriter)
     monkeypatch.setenv("LLVM_BACKEND_REWRITE_CACHE", "0")
-    assert not isinstance(LLVM.optimizer, CachedRewriter)
+    assert not isinstance(_query_rewriter(LLVM), CachedRewriter)
     x = pt.dvector("x")
     pytensor.function([x], pt.exp(x), mode="LLVM")
     assert cache.entries() == []
 
 
-def test_modes_derived_from_llvm_cache_too(cache):
-    for mode in (LLVM.including("fast_run"), LLVM.excluding("local_exp_log"), LLVM.clone()):
-        assert isinstance(mode, LLVMMode)
-        assert isinstance(mode.optimizer, CachedRewriter)
-        assert isinstance(mode.optimizer.rewriter, GraphRewriter)
-    assert not isinstance(pytensor.compile.mode.get_mode("NUMBA").optimizer, CachedRewriter)
+@pytest.mark.parametrize(
+    "build",
+    [
+        pytest.param(lambda: LLVM.including("fast_run"), id="including"),
+        pytest.param(lambda: LLVM.excluding("local_exp_log"), id="excluding"),
+        pytest.param(lambda: LLVM.clone(), id="clone"),
+        pytest.param(lambda: Mode(linker="llvm"), id="Mode(linker='llvm')"),
+        # what PyMC's compile builds from the mode it is given
+        pytest.param(
+            lambda: Mode(linker=LLVM.linker, optimizer=LLVM.provided_optimizer.including("random_make_inplace")),
+            id="PyMC's rebuilt Mode",
+        ),
+    ],
+)
+def test_every_mode_with_our_linker_caches(cache, build):
+    mode = build()
+    assert isinstance(mode.linker, LLVMLinker)
+    assert isinstance(_query_rewriter(mode), CachedRewriter)
+    x = pt.dvector("x")
+    outcomes = [_outcomes_of(lambda: pytensor.function([x], pt.exp(x) * 2, mode=build()))[1] for _ in range(2)]
+    assert outcomes == [{"stored": 1}, {"hit": 1}]
+
+
+@pytest.mark.parametrize("name", ["NUMBA", "FAST_RUN", "CVM", "FAST_COMPILE", "JAX"])
+def test_stock_modes_get_pytensors_own_rewriters(name):
+    assert type(_query_rewriter(get_mode(name))) is SequentialGraphRewriter
 
 
 def test_cli_reports_and_clears(cache, capsys):
@@ -299,7 +327,7 @@ def _distinct_modes():
         "excluding local_exp_log": LLVM.excluding("local_exp_log"),
         "including local_remove_all_assert": LLVM.including("local_remove_all_assert"),
         "clone with another query": LLVM.clone(optimizer=LLVM.provided_optimizer.excluding("canonicalize")),
-        "py linker": LLVMMode(linker="py", optimizer=LLVM.provided_optimizer),
+        "py linker": Mode(linker="py", optimizer=LLVM.provided_optimizer),
     }
 
 

@@ -1,0 +1,131 @@
+"""nutpie and pm.sample with the LLVM mode: real PyMC and nutpie, no mocks."""
+
+import numpy as np
+import nutpie
+import pymc as pm
+import pytest
+from pytensor.compile.mode import get_mode, predefined_modes
+
+import llvm_backend
+import llvm_backend.nutpie
+from llvm_backend import rewrite_cache
+from llvm_backend.linker import LLVMLinker
+from llvm_backend.testing import assert_same_result
+
+
+def eight_schools():
+    y = np.array([28.0, 8.0, -3.0, 7.0, -1.0, 1.0, 18.0, 12.0])
+    sigma = np.array([15.0, 10.0, 16.0, 11.0, 9.0, 11.0, 10.0, 18.0])
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0, 5)
+        tau = pm.HalfCauchy("tau", 5)
+        theta = pm.Normal("theta", 0, 1, shape=8)
+        pm.Normal("obs", mu + tau * theta, sigma, observed=y)
+    return model
+
+
+def separate_scalars(n=41):
+    with pm.Model() as model:
+        offsets = [pm.Normal(f"o{i}", 0, 1) for i in range(n)]
+        sigma = pm.HalfNormal("sigma", 1)
+        pm.Normal("obs", pm.math.sum(offsets), sigma, observed=np.linspace(-1, 1, 5))
+    return model
+
+
+def large_data_constant():
+    data = np.random.default_rng(0).normal(1.0, 2.0, size=200_000)  # 1.6 MB, over numba's embedding limit
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0, 10)
+        sigma = pm.HalfNormal("sigma", 5)
+        pm.Normal("obs", mu, sigma, observed=data)
+    return model
+
+
+def strided_constant():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(60, 3))
+    y = 2.0 * X[:, 0] - X[:, 2] + rng.normal(size=60)
+    with pm.Model() as model:
+        beta = [pm.Normal(f"beta{i}", 0, 1) for i in range(3)]
+        sigma = pm.HalfNormal("sigma", 1)
+        pm.Normal("obs", sum(b * X[:, i] for i, b in enumerate(beta)), sigma, observed=y)
+    return model
+
+
+def many_data_containers(n=31):
+    rng = np.random.default_rng(2)
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0, 1)
+        containers = [pm.Data(f"d{i}", rng.normal(size=4)) for i in range(n)]
+        pm.Normal("obs", mu + sum(c for c in containers), 1.0, observed=np.zeros(4))
+    return model
+
+
+MODELS = {
+    "eight schools": eight_schools,
+    "41 scalars": separate_scalars,
+    "over 1 MB constant": large_data_constant,
+    "strided constant": strided_constant,
+    "31 pm.Data": many_data_containers,
+}
+
+
+def _logp_and_grad(compiled, point):
+    """What nutpie's cfunc computes: ``jit_fn(x, *shared values)``."""
+    fn = compiled.logp_func
+    shared = [var.get_value() for var in fn.get_shared()]
+    return fn.vm.jit_fn(point, *shared)
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_nutpie_compiles_and_samples_under_llvm(name):
+    model = MODELS[name]()
+    stock_numba = get_mode("NUMBA")
+    compiled = llvm_backend.nutpie.compile_pymc_model(model)
+    assert isinstance(compiled.logp_func.maker.linker, LLVMLinker)
+    assert get_mode("NUMBA") is stock_numba
+    reference = nutpie.compile_pymc_model(model, backend="numba")
+    assert not isinstance(reference.logp_func.maker.linker, LLVMLinker)
+    rng = np.random.default_rng(3)
+    for _ in range(3):
+        point = rng.normal(scale=0.5, size=compiled.n_dim)
+        got, want = _logp_and_grad(compiled, point), _logp_and_grad(reference, point)
+        assert len(got) == len(want)
+        for k, (a, b) in enumerate(zip(got, want, strict=True)):
+            assert_same_result(a, b, f"{name}: output {k} at {point}", rtol=1e-9)
+    trace = nutpie.sample(compiled, draws=30, tune=30, chains=1, progress_bar=False, seed=1)
+    assert trace.posterior.sizes["draw"] == 30
+    assert all(np.isfinite(trace.posterior[var]).all() for var in trace.posterior.data_vars)
+
+
+def test_numba_is_llvm_is_restored_after_an_error():
+    stock_numba = predefined_modes["NUMBA"]
+    with pytest.raises(ZeroDivisionError):
+        with llvm_backend.nutpie.numba_is_llvm():
+            assert get_mode("NUMBA") is llvm_backend.LLVM
+            1 / 0
+    assert predefined_modes["NUMBA"] is stock_numba
+
+
+def test_pm_sample_with_nutpie_under_numba_is_llvm():
+    model = eight_schools()
+    with llvm_backend.nutpie.numba_is_llvm():
+        idata = pm.sample(
+            draws=20, tune=20, chains=1, nuts_sampler="nutpie", model=model, random_seed=1, progressbar=False
+        )
+    assert idata.posterior.sizes["draw"] == 20
+
+
+def test_pm_sample_with_the_llvm_mode_goes_through_the_rewrite_cache(tmp_path, monkeypatch):
+    # PyMC's own NUTS: with nutpie installed, pm.sample picks nutpie, which ignores compile_kwargs.
+    monkeypatch.setattr(rewrite_cache, "DEFAULT", rewrite_cache.RewriteCache(tmp_path / "rewrites"))
+    monkeypatch.delenv("LLVM_BACKEND_REWRITE_CACHE", raising=False)
+    before = sum(rewrite_cache.outcomes[k] for k in ("stored", "hit"))
+    model = eight_schools()
+    idata = pm.sample(
+        draws=10, tune=10, chains=1, cores=1, model=model, random_seed=1, progressbar=False,
+        nuts_sampler="pymc", compile_kwargs={"mode": "LLVM"},
+    )
+    assert idata.posterior.sizes["draw"] == 10
+    assert sum(rewrite_cache.outcomes[k] for k in ("stored", "hit")) > before
+    assert rewrite_cache.DEFAULT.entries()

@@ -69,14 +69,16 @@ def reference_runner(case: Case, graph) -> Runner:
     return jitted_runner(REFERENCE, fresh, case.reference_args(graph))
 
 
-def measure_case(case: Case, cold_modes, rounds: int, progress: Callable[[str], None]) -> tuple[list, str]:
-    """Measure ``case`` under every mode and its reference; cold-compile under ``cold_modes`` only.
+def measure_case(
+    case: Case, modes, cold_modes, rounds: int, progress: Callable[[str], None]
+) -> tuple[list, str]:
+    """Measure ``case`` under ``modes`` and its reference; cold-compile under ``cold_modes`` only.
 
     Returns the measurements and the graph's description.
     """
     graph = case.build()
-    progress(f"{case.name}: compiling under {', '.join(MODES)} and {REFERENCE}")
-    runners = [compile_runner(graph, mode) for mode in MODES] + [reference_runner(case, graph)]
+    progress(f"{case.name}: compiling under {', '.join(modes)} and {REFERENCE}")
+    runners = [compile_runner(graph, mode) for mode in modes] + [reference_runner(case, graph)]
     cold = {}
     for mode in cold_modes:
         progress(f"{case.name}: cold compile under {mode} (fresh process, empty caches)")
@@ -85,14 +87,18 @@ def measure_case(case: Case, cold_modes, rounds: int, progress: Callable[[str], 
     return measure_runners(case.name, runners, cold, rounds, ALLOCATION_CALLS), graph.description
 
 
-def run_bench(cases: list[Case], quick: bool = False, progress: Callable[[str], None] = print) -> BenchRun:
-    """Measure ``cases``; ``--quick`` runs fewer rounds and cold-compiles only what each case names."""
+def run_bench(
+    cases: list[Case], quick: bool = False, progress: Callable[[str], None] = print, modes: tuple[str, ...] = MODES
+) -> BenchRun:
+    """Measure ``cases`` under ``modes`` (a subset of `MODES`; stock NUMBA left out takes the ratio columns
+    with it) and the references; ``--quick`` runs fewer rounds and cold-compiles only what each case names."""
     results, described = [], {}
     for i, case in enumerate(cases, start=1):
         cold_modes = case.quick_cold_modes if quick else (*MODES, REFERENCE)
+        cold_modes = tuple(m for m in cold_modes if m in modes or m == REFERENCE)
         rounds = QUICK_ROUNDS if quick else FULL_ROUNDS
         measured, description = measure_case(
-            case, cold_modes, rounds, lambda message, i=i: progress(f"[{i}/{len(cases)}] {message}")
+            case, modes, cold_modes, rounds, lambda message, i=i: progress(f"[{i}/{len(cases)}] {message}")
         )
         results.extend(measured)
         described[case.name] = {"family": case.family, "description": description, "n": case.n}

@@ -134,3 +134,17 @@ def test_quick_bench_writes_table_json_and_plots(tmp_path, capsys):
         assert (row["kernel_ir_instructions"] is not None) == numba_code
         cold_numba_compile = numba_code and row["mode"] in case.quick_cold_modes
         assert (row["unoptimized_ir_instructions"] is not None) == cold_numba_compile
+
+
+def test_a_run_of_some_modes_measures_only_those_and_the_reference():
+    from bench.run import run_bench
+
+    run = run_bench([CASES["index/x3"]], quick=True, progress=lambda _: None, modes=("LLVM", "CVM"))
+    assert sorted({r.mode for r in run.results}) == sorted(["LLVM", "CVM", REFERENCE])
+    table = format_bench_table(run)
+    assert "| index/x3 | LLVM |" in table and "NUMBA |" not in table
+
+
+def test_bench_refuses_an_unknown_mode(capsys):
+    assert main(["bench", "--filter", "index", "--mode", "NUMBAA"]) == 2
+    assert "unknown mode NUMBAA" in capsys.readouterr().err

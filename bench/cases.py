@@ -5,9 +5,11 @@ Families: Join against ``np.concatenate`` over N vectors of 16 and the four geom
 seed (``join/vectors_60`` is its first, 60 1-D vectors of 16 on axis 0); the wide-graph issue's graphs
 over N (N outputs ``x_i * 2``, one output summing N sums); full reductions and scalar indexing consumed
 by scalar math; PyMC-shaped logp+gradient graphs, and a 65-parameter regression model whose constant
-400x48 design matrix is used column by column.
+400x48 design matrix is used column by column; with the ``pymc`` extra, PyMC models as samplers compile them
+(``bench.pymc_models``), nutpie timed on them end to end.
 """
 
+import importlib.util
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -48,7 +50,8 @@ class Case:
     name: str
     family: str
     build: Callable[[], Graph]
-    reference: CPUDispatcher
+    reference: CPUDispatcher | None
+    """The hand-written ``@njit`` reference, if the case has one."""
     reference_args: Callable[[Graph], tuple]
     """The reference's arguments, from the graph's example values and constants."""
     n: int | None = None
@@ -58,6 +61,15 @@ class Case:
     """Modes (and `REFERENCE`) cold-compiled under ``--quick``; a full run cold-compiles all."""
     warm: bool = False
     """Whether a cold compile is followed by a warm one: a second fresh process on the caches it filled."""
+    requires: str | None = None
+    """A module the case needs (its extra's); without it the case is skipped with a message."""
+    compile: Callable[[Graph, str], Callable] | None = None
+    """How the cold compile compiles the graph under a mode (default ``pytensor.function``)."""
+    nutpie: str | None = None
+    """For a PyMC model, its name in ``bench.pymc_models.MODELS``: nutpie is timed on it end to end."""
+
+    def runnable(self) -> bool:
+        return self.requires is None or importlib.util.find_spec(self.requires) is not None
 
 
 def _joined_arrays(axis: int, graph: Graph) -> tuple:
@@ -182,8 +194,38 @@ def _model_cases() -> list[Case]:
     ]
 
 
+def _pymc_graph(name: str) -> Graph:
+    from bench.pymc_models import logp_dlogp_graph
+
+    return logp_dlogp_graph(name)
+
+
+def _pymc_compile(graph: Graph, mode: str):
+    from bench.pymc_models import pymc_compile
+
+    return pymc_compile(graph, mode)
+
+
+def _pymc_cases() -> list[Case]:
+    return [
+        Case(
+            f"pymc/{name}",
+            "pymc",
+            partial(_pymc_graph, name),
+            None,
+            _values,
+            warm=True,
+            requires="pymc",
+            compile=_pymc_compile,
+            nutpie=name,
+        )
+        for name in ("eight_schools", "hierarchical_85", "regression_65p")
+    ]
+
+
 CASES: dict[str, Case] = {
-    case.name: case for case in _join_cases() + _wide_cases() + _scalar_cases() + _logp_cases() + _model_cases()
+    case.name: case
+    for case in _join_cases() + _wide_cases() + _scalar_cases() + _logp_cases() + _model_cases() + _pymc_cases()
 }
 QUICK_CASES = tuple(name for name, case in CASES.items() if case.in_quick)
 
@@ -219,6 +261,8 @@ def cold_compile_job(case_name: str, mode: str) -> Callable[[], Callable[[], dic
     def compile_and_call():
         if mode == REFERENCE:
             return case.reference(*reference_args)
+        if case.compile is not None:
+            return case.compile(graph, mode)(*graph.values)
         return pytensor.function(graph.inputs, graph.outputs, mode=mode)(*graph.values)
 
     def timed():

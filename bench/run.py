@@ -12,7 +12,9 @@ import json
 import os
 import platform
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import partial
+from importlib.util import find_spec
 from pathlib import Path
 
 import llvmlite
@@ -34,7 +36,17 @@ from llvm_backend.report import (
     measure_runners,
 )
 
-__all__ = ["COLUMNS", "FOOTNOTE", "BenchRun", "format_bench_table", "measure_case", "run_bench", "write_results"]
+__all__ = [
+    "COLUMNS",
+    "FOOTNOTE",
+    "BenchRun",
+    "format_bench_table",
+    "format_nutpie_table",
+    "measure_case",
+    "measure_nutpie",
+    "run_bench",
+    "write_results",
+]
 
 COLUMNS = (
     ("cold compile s", "cold_compile_s", "{:.2f}"),
@@ -51,6 +63,11 @@ FOOTNOTE = (
     "unopt IR instr: every instruction numba emitted during the cold compile, before LLVM optimized it. "
     "warm compile s: the same in a second fresh process on the caches the cold one filled (model cases)."
 )
+NUTPIE_FOOTNOTE = (
+    "nutpie: compile_pymc_model then one chain of 200 tuning and 200 kept draws, in a fresh process with empty "
+    "caches; LLVM through llvm_backend.nutpie.compile_pymc_model; us/gradient: sampling time over the gradient "
+    "evaluations of both phases. Ratios against nutpie under NUMBA."
+)
 QUICK_ROUNDS, FULL_ROUNDS = 3, 9
 ALLOCATION_CALLS = 10
 
@@ -61,6 +78,8 @@ class BenchRun:
     results: list[Measurement]
     cases: dict[str, dict]
     """Case name -> family, description and N (joins over N)."""
+    nutpie: list[dict] = field(default_factory=list)
+    """nutpie end to end on the PyMC cases: case, backend, seconds, compile_s, sample_s, us_per_gradient."""
 
 
 def reference_runner(case: Case, graph) -> Runner:
@@ -77,8 +96,9 @@ def measure_case(
     Returns the measurements and the graph's description.
     """
     graph = case.build()
-    progress(f"{case.name}: compiling under {', '.join(modes)} and {REFERENCE}")
-    runners = [compile_runner(graph, mode) for mode in modes] + [reference_runner(case, graph)]
+    references = [reference_runner(case, graph)] if case.reference is not None else []
+    progress(f"{case.name}: compiling under {', '.join(modes)}{f' and {REFERENCE}' if references else ''}")
+    runners = [compile_runner(graph, mode) for mode in modes] + references
     cold = {}
     for mode in cold_modes:
         progress(f"{case.name}: cold compile under {mode} (fresh process, empty caches)")
@@ -92,22 +112,67 @@ def run_bench(
 ) -> BenchRun:
     """Measure ``cases`` under ``modes`` (a subset of `MODES`; stock NUMBA left out takes the ratio columns
     with it) and the references; ``--quick`` runs fewer rounds and cold-compiles only what each case names."""
-    results, described = [], {}
+    results, described, nutpie = [], {}, []
     for i, case in enumerate(cases, start=1):
+        step = partial(_numbered, progress, f"[{i}/{len(cases)}]")
+        if not case.runnable():
+            step(f"{case.name}: skipped ({case.requires} is not installed; install the project's pymc extra)")
+            continue
         cold_modes = case.quick_cold_modes if quick else (*MODES, REFERENCE)
-        cold_modes = tuple(m for m in cold_modes if m in modes or m == REFERENCE)
+        cold_modes = tuple(m for m in cold_modes if m in modes or (m == REFERENCE and case.reference is not None))
         rounds = QUICK_ROUNDS if quick else FULL_ROUNDS
-        measured, description = measure_case(
-            case, modes, cold_modes, rounds, lambda message, i=i: progress(f"[{i}/{len(cases)}] {message}")
-        )
+        measured, description = measure_case(case, modes, cold_modes, rounds, step)
         results.extend(measured)
         described[case.name] = {"family": case.family, "description": description, "n": case.n}
-    return BenchRun(quick, results, described)
+        if case.nutpie is not None and not quick:
+            nutpie.extend(measure_nutpie(case, step))
+    return BenchRun(quick, results, described, nutpie)
+
+
+def _numbered(progress: Callable[[str], None], number: str, message: str) -> None:
+    progress(f"{number} {message}")
+
+
+def measure_nutpie(case: Case, progress: Callable[[str], None]) -> list[dict]:
+    """nutpie end to end on ``case``'s model under each of ``NUTPIE_BACKENDS`` (JAX where jax is installed)."""
+    from bench.pymc_models import NUTPIE_BACKENDS
+
+    rows = []
+    for backend in NUTPIE_BACKENDS:
+        if backend == "JAX" and find_spec("jax") is None:
+            progress(f"{case.name}: nutpie with JAX skipped (jax is not installed)")
+            continue
+        progress(f"{case.name}: nutpie under {backend}, compile and 200+200 draws (fresh process, empty caches)")
+        measured = cold_call("bench.pymc_models:nutpie_job", case.nutpie, backend)
+        rows.append({"case": case.name, "backend": backend, **{k: measured[k] for k in NUTPIE_FIELDS}})
+    return rows
+
+
+NUTPIE_FIELDS = ("seconds", "compile_s", "sample_s", "us_per_gradient")
+
+
+def format_nutpie_table(rows: list[dict]) -> str:
+    """nutpie's rows as a Markdown table, each figure with its ratio to nutpie under NUMBA."""
+    lines = [
+        "| case | nutpie backend | total s | compile s | sample s | us/gradient |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for row in rows:
+        base = next((r for r in rows if r["case"] == row["case"] and r["backend"] == "NUMBA"), None)
+        cells = [
+            f"{row[k]:.2f}" + (f" ({row[k] / base[k]:.2f}x)" if base and base[k] else "") for k in NUTPIE_FIELDS
+        ]
+        lines.append(f"| {row['case']} | {row['backend']} | {' | '.join(cells)} |")
+    return "\n".join(lines)
 
 
 def format_bench_table(run: BenchRun) -> str:
-    """The Markdown table of ``run``, every value with its ratio to NUMBA, and its footnote."""
-    return f"{format_inline_table(run.results, COLUMNS)}\n\n{FOOTNOTE}"
+    """The Markdown table of ``run``, every value with its ratio to NUMBA, and its footnote; then nutpie's, if
+    the run timed it."""
+    table = f"{format_inline_table(run.results, COLUMNS)}\n\n{FOOTNOTE}"
+    if run.nutpie:
+        table += f"\n\n{format_nutpie_table(run.nutpie)}\n\n{NUTPIE_FOOTNOTE}"
+    return table
 
 
 def _versions() -> dict:
@@ -131,6 +196,7 @@ def write_results(run: BenchRun, out_dir: Path) -> list[Path]:
         "footnote": FOOTNOTE,
         "cases": run.cases,
         "results": as_json(run.results),
+        "nutpie": run.nutpie,
         "plots": [path.name for path in plots],
     }
     json_path = out_dir / "bench.json"

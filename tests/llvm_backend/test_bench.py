@@ -14,7 +14,9 @@ from llvm_backend.testing import PY_MODE, compare_llvm_numba_and_py
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 # One case per reference shape; the larger joins differ only in their number of inputs.
-REFERENCE_CASES = [name for name, case in CASES.items() if case.n is None or case.n <= 30]
+REFERENCE_CASES = [
+    name for name, case in CASES.items() if case.reference is not None and (case.n is None or case.n <= 30)
+]
 
 
 @pytest.mark.parametrize("name", REFERENCE_CASES)

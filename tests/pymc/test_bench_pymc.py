@@ -1,0 +1,49 @@
+"""The bench's ``pymc`` family (needs the ``pymc`` extra)."""
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+import llvm_backend  # noqa: F401
+from bench.cases import CASES, MODES
+from bench.pymc_models import MODELS, logp_dlogp_graph, pymc_compile
+from bench.run import format_bench_table, run_bench
+from llvm_backend.coldcompile import cold_call
+from llvm_backend.testing import assert_same_result
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_the_graph_is_what_logp_dlogp_function_computes(name):
+    graph = logp_dlogp_graph(name)
+    model = MODELS[name]()
+    logp_dlogp = model.logp_dlogp_function(mode="NUMBA", ravel_inputs=True)
+    logp_dlogp.set_extra_values({})
+    want = logp_dlogp(graph.values[0])
+    got = pymc_compile(graph, "LLVM")(*graph.values)
+    for a, b in zip(got, want, strict=True):
+        assert_same_result(a, b, name, rtol=1e-10)
+
+
+def test_a_pymc_case_measures_every_mode_and_no_reference():
+    run = run_bench([CASES["pymc/eight_schools"]], quick=True, progress=lambda _: None)
+    assert [r.mode for r in run.results] == list(MODES)
+    assert run.nutpie == []  # --quick does not run nutpie
+
+
+def test_a_case_whose_extra_is_missing_is_skipped_with_a_message():
+    messages = []
+    case = replace(CASES["pymc/eight_schools"], requires="a_module_nobody_installed")
+    run = run_bench([case], quick=True, progress=messages.append)
+    assert run.results == [] and "skipped (a_module_nobody_installed is not installed" in messages[0]
+
+
+def test_nutpie_end_to_end_under_llvm():
+    measured = cold_call("bench.pymc_models:nutpie_job", "eight_schools", "LLVM")
+    assert measured["compile_s"] > 0 and measured["sample_s"] > 0
+    assert 0 < measured["us_per_gradient"] < measured["sample_s"] * 1e6
+    assert np.isclose(measured["seconds"], measured["compile_s"] + measured["sample_s"], rtol=0.05)
+    rows = [{"case": "pymc/eight_schools", "backend": "LLVM", **measured}]
+    assert "| pymc/eight_schools | LLVM |" in format_bench_table(
+        replace(run_bench([], progress=lambda _: None), nutpie=rows)
+    )

@@ -8,20 +8,10 @@ from pytensor.compile.mode import get_mode, predefined_modes
 
 import llvm_backend
 import llvm_backend.nutpie
+from bench.pymc_models import eight_schools
 from llvm_backend import rewrite_cache
 from llvm_backend.linker import LLVMLinker
 from llvm_backend.testing import assert_same_result
-
-
-def eight_schools():
-    y = np.array([28.0, 8.0, -3.0, 7.0, -1.0, 1.0, 18.0, 12.0])
-    sigma = np.array([15.0, 10.0, 16.0, 11.0, 9.0, 11.0, 10.0, 18.0])
-    with pm.Model() as model:
-        mu = pm.Normal("mu", 0, 5)
-        tau = pm.HalfCauchy("tau", 5)
-        theta = pm.Normal("theta", 0, 1, shape=8)
-        pm.Normal("obs", mu + tau * theta, sigma, observed=y)
-    return model
 
 
 def separate_scalars(n=41):

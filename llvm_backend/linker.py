@@ -88,8 +88,12 @@ class LLVMLinker(NumbaLinker):
     graph: GraphSource | None = None
 
     def fgraph_convert(self, fgraph, storage_map=None, **kwargs):
+        # One function per distinct OpFromGraph in the graph and in the inner graphs it compiles, as stock's
+        # conversion of a FunctionGraph shares them.
+        ofg_memo = {}
+
         def convert_node(node):
-            return llvm_funcify_and_cache_key(node.op, node=node, storage_map=storage_map)
+            return llvm_funcify_and_cache_key(node.op, node=node, storage_map=storage_map, ofg_memo=ofg_memo)
 
         graph = graph_source(fgraph, convert_node)
         key = graph_cache_key(graph, (REWRITE_TAG, CODEGEN_VERSION, config.numba__fastmath))

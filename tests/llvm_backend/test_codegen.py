@@ -169,3 +169,25 @@ def test_nodes_with_one_cache_key_share_one_function():
     graph = fn.maker.linker.graph
     assert len(graph.plan.calls) == 5
     assert len({call.function for call in graph.plan.calls}) == 1
+
+
+def test_equal_op_from_graphs_are_converted_once(monkeypatch):
+    from pytensor.compile.builders import OpFromGraph
+    from pytensor.link.numba.dispatch import compile_ops
+
+    converted = []
+    convert = compile_ops.numba_funcify_and_cache_key
+
+    def counting(op, *args, **kwargs):
+        converted.append(op)
+        return convert(op, *args, **kwargs)
+
+    monkeypatch.setattr(compile_ops, "numba_funcify_and_cache_key", counting)
+    x = pt.dvector("x")
+    inner = OpFromGraph([x], [pt.exp(x) + 1])
+    outer = OpFromGraph([x], [inner(x) * 2])
+    y = pt.dvector("y")
+    out = outer(inner(y)) + OpFromGraph([x], [pt.exp(x) + 1])(y)
+    pytensor.function([y], out, mode="LLVM")
+    assert len(converted) == 2  # the inner graphs of `inner` (and its equal) and of `outer`
+    compare_llvm_numba_and_py([y], out, [np.array([0.0, 1.0])])

@@ -55,6 +55,7 @@ def test_cases_cover_the_issue():
         "N outputs over N",
         "sum of N sums over N",
         "full reduction",
+        "pymc",
         "scalar index",
         "logp+grad",
         "model",

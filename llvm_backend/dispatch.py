@@ -15,6 +15,7 @@ from pytensor import config
 from pytensor.link.numba.cache import compile_numba_function_src
 from pytensor.link.numba.dispatch.basic import (
     default_hash_key_from_props,
+    numba_funcify_and_cache_key,
     numba_funcify_ensure_cache,
     numba_njit,
 )
@@ -26,7 +27,7 @@ __all__ = [
     "llvm_funcify_and_cache_key",
     "lowering_cache_key",
     "register_lowering",
-    "wrapping_cache_key",
+    "stock_funcify_and_key",
 ]
 
 # Bump when any lowering's generated code changes, so stale on-disk cache entries are not reused.
@@ -36,10 +37,21 @@ LOWERINGS: dict[type, Callable] = {}
 """Op class -> the intrinsic its LLVM-mode lowering calls."""
 
 
+def stock_funcify_and_key(op, node=None, **kwargs) -> tuple[Callable, str | None]:
+    """Stock numba's function for ``op`` and its cache key, made cacheable on disk when caching is on.
+
+    With the cache off the key is still returned (stock's ``numba_funcify_ensure_cache`` drops it): the graph
+    function shares one numba function between nodes of one key, and tools that compile with the cache off
+    must see the code users run."""
+    if config.numba__cache:
+        return numba_funcify_ensure_cache(op, node=node, **kwargs)
+    return numba_funcify_and_cache_key(op, node=node, **kwargs)
+
+
 @singledispatch
 def llvm_funcify_and_cache_key(op, node=None, **kwargs) -> tuple[Callable, str | None]:
     """Return ``(numba function, cache key or None)`` for ``op``; stock numba's when not lowered by us."""
-    return numba_funcify_ensure_cache(op, node=node, **kwargs)
+    return stock_funcify_and_key(op, node=node, **kwargs)
 
 
 def lowering_cache_key(op, **extra) -> str:
@@ -53,21 +65,15 @@ def lowering_cache_key(op, **extra) -> str:
     return default_hash_key_from_props(op, llvm_backend=CODEGEN_VERSION, **extra)
 
 
-def wrapping_cache_key(stock_key: str | None, **extra) -> str | None:
-    """The key of a lowering that wraps stock's function whose key is ``stock_key`` (``None`` if that is)."""
-    if stock_key is None:
-        return None
-    return sha256(repr(("llvm_backend", CODEGEN_VERSION, stock_key, sorted(extra.items()))).encode()).hexdigest()
-
-
 def cacheable(jitable, cache_key: str | None):
-    """Wrap ``jitable`` so numba caches it on disk under ``cache_key``, when caching is on.
+    """Wrap ``jitable`` so numba caches it on disk under ``cache_key``, when caching is on (with it off, the
+    key still names the function, for sharing it between nodes).
 
     PyTensor's cache locator only finds functions compiled from registered source, so the
     function is re-exposed through a one-line generated wrapper registered under the key.
     """
     if cache_key is None or not config.numba__cache:
-        return jitable, None
+        return jitable, cache_key
     name = jitable.__name__
     wrapper = compile_numba_function_src(
         src=f"def {name}(*args): return jitable(*args)",
@@ -94,7 +100,7 @@ def register_lowering(op_type: type, intrinsic: Callable, when: Callable | None 
         @wraps(funcify)
         def funcify_and_cache(op, node=None, **kwargs):
             if when is not None and not when(node):
-                return numba_funcify_ensure_cache(op, node=node, **kwargs)
+                return stock_funcify_and_key(op, node=node, **kwargs)
             return cacheable(*funcify(op, node=node, **kwargs))
 
         llvm_funcify_and_cache_key.register(op_type)(funcify_and_cache)

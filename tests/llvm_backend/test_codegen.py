@@ -191,3 +191,17 @@ def test_equal_op_from_graphs_are_converted_once(monkeypatch):
     pytensor.function([y], out, mode="LLVM")
     assert len(converted) == 2  # the inner graphs of `inner` (and its equal) and of `outer`
     compare_llvm_numba_and_py([y], out, [np.array([0.0, 1.0])])
+
+
+@pytest.mark.parametrize("cache", [True, False], ids=["cache-on", "cache-off"])
+def test_node_functions_are_shared_with_the_cache_on_or_off(cache):
+    from llvm_backend.graphs import times_two
+
+    graph = times_two(5)
+    with pytensor.config.change_flags(numba__cache=cache):
+        fn = pytensor.function(graph.inputs, graph.outputs, mode="LLVM")
+        results = fn(*graph.values)
+    functions = {id(call.function) for call in fn.maker.linker.graph.plan.calls}
+    assert len(fn.maker.linker.graph.plan.calls) == 5 and len(functions) == 1
+    for got, value in zip(results, graph.values, strict=True):
+        np.testing.assert_array_equal(got, value * 2)

@@ -97,9 +97,10 @@ def measure_case(
     Returns the measurements and the graph's description.
     """
     graph = case.build()
-    references = [reference_runner(case, graph)] if case.reference is not None else []
-    progress(f"{case.name}: compiling under {', '.join(modes)}{f' and {REFERENCE}' if references else ''}")
-    runners = [compile_runner(graph, mode) for mode in modes] + references
+    references = [reference_runner(case, graph)] if case.reference is not None and REFERENCE in modes else []
+    compiled = [mode for mode in modes if mode != REFERENCE]
+    progress(f"{case.name}: compiling under {', '.join(compiled)}{f' and {REFERENCE}' if references else ''}")
+    runners = [compile_runner(graph, mode) for mode in compiled] + references
     cold = {}
     for mode in cold_modes:
         progress(f"{case.name}: cold compile under {mode} (fresh process, empty caches)")
@@ -109,10 +110,14 @@ def measure_case(
 
 
 def run_bench(
-    cases: list[Case], quick: bool = False, progress: Callable[[str], None] = print, modes: tuple[str, ...] = MODES
+    cases: list[Case],
+    quick: bool = False,
+    progress: Callable[[str], None] = print,
+    modes: tuple[str, ...] = (*MODES, REFERENCE),
 ) -> BenchRun:
-    """Measure ``cases`` under ``modes`` (a subset of `MODES`; stock NUMBA left out takes the ratio columns
-    with it) and the references; ``--quick`` runs fewer rounds and cold-compiles only what each case names."""
+    """Measure ``cases`` under ``modes`` (of `MODES` and `REFERENCE`, the cases' ``@njit`` references; stock
+    NUMBA left out takes the ratio columns with it); ``--quick`` runs fewer rounds and cold-compiles only what
+    each case names."""
     results, described, nutpie = [], {}, []
     for i, case in enumerate(cases, start=1):
         step = partial(_numbered, progress, f"[{i}/{len(cases)}]")
@@ -120,7 +125,7 @@ def run_bench(
             step(f"{case.name}: skipped ({case.requires} is not installed; install the project's pymc extra)")
             continue
         cold_modes = case.quick_cold_modes if quick else (*MODES, REFERENCE)
-        cold_modes = tuple(m for m in cold_modes if m in modes or (m == REFERENCE and case.reference is not None))
+        cold_modes = tuple(m for m in cold_modes if m in modes and (m != REFERENCE or case.reference is not None))
         rounds = QUICK_ROUNDS if quick else FULL_ROUNDS
         measured, description = measure_case(case, modes, cold_modes, rounds, step)
         results.extend(measured)

@@ -78,17 +78,19 @@ def _ir(args) -> int:
 
 def _bench(args) -> int:
     import llvm_backend  # noqa: F401  (registers the LLVM mode)
-    from bench.cases import MODES, select_cases
+    from bench.cases import MODES, REFERENCE, select_cases
     from bench.run import format_bench_table, run_bench, write_results
 
     cases = select_cases(quick=args.quick, pattern=args.filter)
     if not cases:
         print(f"llvm-backend bench: error: no case matches {args.filter!r}", file=sys.stderr)
         return 2
-    modes = tuple(args.mode or MODES)
-    unknown = sorted(set(modes) - set(MODES))
+    known = (*MODES, REFERENCE)
+    modes = tuple(args.mode or known)
+    unknown = sorted(set(modes) - set(known))
     if unknown:
-        print(f"llvm-backend bench: error: unknown mode {', '.join(unknown)} (modes: {' '.join(MODES)})", file=sys.stderr)
+        message = f"unknown mode {', '.join(unknown)} (modes: {' '.join(known)})"
+        print(f"llvm-backend bench: error: {message}", file=sys.stderr)
         return 2
     run = run_bench(cases, quick=args.quick, progress=_progress, modes=modes)
     print(format_bench_table(run))
@@ -153,7 +155,8 @@ def _add_bench(commands) -> None:
     bench.add_argument(
         "--mode",
         action="append",
-        help="mode to measure (repeatable; default: NUMBA LLVM CVM); leaving NUMBA out drops the ratio columns",
+        help="mode to measure (repeatable; default: NUMBA LLVM CVM @njit, the hand-written reference); leaving NUMBA"
+        " out drops the ratio columns",
     )
     bench.add_argument("--out", metavar="DIR", default="bench-results", help="where to write bench.json and the plots")
     bench.set_defaults(run=_bench)

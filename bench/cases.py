@@ -189,9 +189,7 @@ def _logp_cases() -> list[Case]:
 
 
 def _model_cases() -> list[Case]:
-    return [
-        Case("model/regression_65p", "model", regression, references.regression, _regression_arguments, warm=True)
-    ]
+    return [Case("model/regression_65p", "model", regression, references.regression, _regression_arguments, warm=True)]
 
 
 def _pymc_graph(name: str) -> Graph:

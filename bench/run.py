@@ -89,9 +89,7 @@ def reference_runner(case: Case, graph) -> Runner:
     return jitted_runner(REFERENCE, fresh, case.reference_args(graph))
 
 
-def measure_case(
-    case: Case, modes, cold_modes, rounds: int, progress: Callable[[str], None]
-) -> tuple[list, str]:
+def measure_case(case: Case, modes, cold_modes, rounds: int, progress: Callable[[str], None]) -> tuple[list, str]:
     """Measure ``case`` under ``modes`` and its reference; cold-compile under ``cold_modes`` only.
 
     Returns the measurements and the graph's description.
@@ -165,9 +163,7 @@ def format_nutpie_table(rows: list[dict]) -> str:
     ]
     for row in rows:
         base = next((r for r in rows if r["case"] == row["case"] and r["backend"] == "NUMBA"), None)
-        cells = [
-            f"{row[k]:.2f}" + (f" ({row[k] / base[k]:.2f}x)" if base and base[k] else "") for k in NUTPIE_FIELDS
-        ]
+        cells = [f"{row[k]:.2f}" + (f" ({row[k] / base[k]:.2f}x)" if base and base[k] else "") for k in NUTPIE_FIELDS]
         lines.append(f"| {row['case']} | {row['backend']} | {' | '.join(cells)} |")
     return "\n".join(lines)
 

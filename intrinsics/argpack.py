@@ -145,7 +145,13 @@ def _is_item(builder, pyapi, item, ndarray, dtype, ndim):
         descr = _field(builder, item, DESCR_OFFSET, pyapi.pyobj)
         same = builder.icmp_unsigned("==", descr, dtype)
         with builder.if_then(builder.not_(same), likely=False):
-            equal = _call(builder, pyapi, "PyObject_RichCompareBool", ir.IntType(32), [descr, dtype, ir.Constant(ir.IntType(32), PY_EQ)])
+            equal = _call(
+                builder,
+                pyapi,
+                "PyObject_RichCompareBool",
+                ir.IntType(32),
+                [descr, dtype, ir.Constant(ir.IntType(32), PY_EQ)],
+            )
             builder.store(builder.icmp_signed("==", equal, ir.Constant(ir.IntType(32), 1)), ok)
     return builder.load(ok)
 
@@ -179,7 +185,9 @@ def unbox_array_pack(typ, obj, c):
                 builder.store(cgutils.false_bit, failed)
                 with cgutils.for_range(builder, count) as loop:
                     item = pyapi.list_getitem(arrays, loop.index)
-                    with builder.if_then(builder.not_(_is_item(builder, pyapi, item, ndarray, dtype, typ.array_type.ndim)), likely=False):
+                    with builder.if_then(
+                        builder.not_(_is_item(builder, pyapi, item, ndarray, dtype, typ.array_type.ndim)), likely=False
+                    ):
                         pyapi.err_format(
                             "PyExc_TypeError",
                             f"array pack item %zd is not a {typ.array_type.ndim}-d array of dtype %S: %R",
@@ -217,7 +225,10 @@ def table_of(context, builder, pack: ArrayPackType, items):
     every use of the table."""
     table = cgutils.alloca_once(builder, context.get_value_type(pack.array_type), size=pack.count, name="pack")
     for k, (value, item_type) in enumerate(items):
-        builder.store(context.cast(builder, value, item_type, pack.array_type), builder.gep(table, [ir.Constant(ir.IntType(64), k)]))
+        builder.store(
+            context.cast(builder, value, item_type, pack.array_type),
+            builder.gep(table, [ir.Constant(ir.IntType(64), k)]),
+        )
     return table
 
 

@@ -11,11 +11,11 @@ The plan's values are numbered *slots*: the items of the one tuple argument firs
 from pack arguments (`PlanItem`), then each call's outputs. For ``y_i = f(x_i, c)`` over a pack of three
 vectors and a constant ``c`` the emitted code is, as Python::
 
-    pack, c = args                    # slots 0, 1
-    y0 = f(pack[0], c)                # slot 2 read from the pack (borrowed), y0 is slot 3
+    pack, c = args  # slots 0, 1
+    y0 = f(pack[0], c)  # slot 2 read from the pack (borrowed), y0 is slot 3
     y1 = f(pack[1], c)
     y2 = f(pack[2], c)
-    return (y0, y1, y2)               # or a list of them: GraphPlan.lists
+    return (y0, y1, y2)  # or a list of them: GraphPlan.lists
 """
 
 from dataclasses import dataclass, field
@@ -106,7 +106,7 @@ def _type_plan(typingctx, plan: GraphPlan, argument_types):
         elif isinstance(results, types.BaseTuple) and len(results) == len(call.outputs):
             slot_types |= dict(zip(call.outputs, results))
         elif isinstance(results, types.IterableType) and not isinstance(results, types.BaseTuple):
-            slot_types |= {slot: results.iterator_type.yield_type for slot in call.outputs}
+            slot_types |= dict.fromkeys(call.outputs, results.iterator_type.yield_type)
         else:
             raise errors.TypingError(f"{call.label}: {len(call.outputs)} outputs from a call returning {results}")
         typed_calls.append((function_type, signature, call_types))
@@ -145,7 +145,11 @@ def _call(context, builder, function_type, signature, arguments, frame: dict):
     numba's implementation of the call."""
     call_conv = context.call_conv
     overloads = getattr(getattr(function_type, "dispatcher", None), "overloads", {})
-    if not (isinstance(call_conv, CPUCallConv) and isinstance(function_type, types.Dispatcher) and signature.args in overloads):
+    if not (
+        isinstance(call_conv, CPUCallConv)
+        and isinstance(function_type, types.Dispatcher)
+        and signature.args in overloads
+    ):
         return context.get_function(function_type, signature)(builder, arguments)
     compiled = overloads[signature.args]
     fndesc = compiled.fndesc
@@ -192,7 +196,7 @@ def _last_uses(plan: GraphPlan) -> dict[int, int]:
     listed one is stored in its list as soon as it is made)."""
     last = {}
     for i, call in enumerate(plan.calls):
-        last |= {s: i for s in call.arguments}
+        last |= dict.fromkeys(call.arguments, i)
     return last | {s: len(plan.calls) for s in plan.outputs}
 
 
@@ -202,7 +206,9 @@ def _reference(context, builder, value_type, value, name: str):
     if not isinstance(value_type, types.Array):
         getattr(context.nrt, name)(builder, value_type, value)
         return
-    function = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), [cgutils.voidptr_t]), f"NRT_{name}")
+    function = cgutils.get_or_insert_function(
+        builder.module, ir.FunctionType(ir.VoidType(), [cgutils.voidptr_t]), f"NRT_{name}"
+    )
     builder.call(function, [builder.extract_value(value, 0)])
 
 
@@ -227,7 +233,9 @@ def _emit(context, builder, plan, slot_types, typed_calls, list_types, return_ty
         else a table in the frame (the slots outlive the call, so it borrows them)."""
         places = [items.get(s) for s in slots]
         first = places[0]
-        if None not in places and all(p.pack == first.pack and p.index == first.index + k for k, p in enumerate(places)):
+        if None not in places and all(
+            p.pack == first.pack and p.index == first.index + k for k, p in enumerate(places)
+        ):
             return builder.gep(values[first.pack], [ir.Constant(ir.IntType(64), first.index)])
         return table_of(context, builder, pack_type, [(value(s), slot_types[s]) for s in slots])
 

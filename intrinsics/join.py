@@ -128,8 +128,7 @@ def _store_entry(context, builder, table, k, entry_type, value):
     elif isinstance(entry_type, types.Array):
         model = context.data_model_manager[entry_type]
         data, shape, strides = (
-            builder.extract_value(value, model.get_field_position(field))
-            for field in ("data", "shape", "strides")
+            builder.extract_value(value, model.get_field_position(field)) for field in ("data", "shape", "strides")
         )
     else:
         # A scalar joins as a length-1 vector held in its own stack slot, read only by this function.
@@ -185,8 +184,7 @@ def _emit_validation(context, builder, table, n_inputs, ndim, axis):
         builder.store(builder.add(start, _select_dim(builder, shape, axis)), total)
     total = builder.load(total)
     return [
-        builder.select(builder.icmp_signed("==", axis, _INTP(d)), total, size)
-        for d, size in enumerate(first_shape)
+        builder.select(builder.icmp_signed("==", axis, _INTP(d)), total, size) for d, size in enumerate(first_shape)
     ]
 
 
@@ -194,9 +192,7 @@ def _emit_normalized_axis(context, builder, axis, ndim):
     """``axis`` wrapped into [0, ndim); AxisError (an IndexError, as numba's concatenate) if out of range."""
     ll_ndim = _INTP(ndim)
     wrapped = builder.select(builder.icmp_signed("<", axis, _INTP(0)), builder.add(axis, ll_ndim), axis)
-    out_of_range = builder.or_(
-        builder.icmp_signed("<", wrapped, _INTP(0)), builder.icmp_signed(">=", wrapped, ll_ndim)
-    )
+    out_of_range = builder.or_(builder.icmp_signed("<", wrapped, _INTP(0)), builder.icmp_signed(">=", wrapped, ll_ndim))
     with builder.if_then(out_of_range, likely=False):
         context.call_conv.return_dynamic_user_exc(
             builder, np.exceptions.AxisError, (axis, ll_ndim), (types.intp, types.intp)
@@ -222,14 +218,25 @@ def _emit_run_copy(context, builder, src, dst, count, src_stride, contiguous, in
             # call per run, and it covers the casting copies too.
             in_items = builder.bitcast(src, in_ptr_type)
             _emit_element_loop(
-                context, builder, count, lambda i: builder.gep(in_items, [i]),
-                out_items, in_dtype, out_dtype, align,
+                context,
+                builder,
+                count,
+                lambda i: builder.gep(in_items, [i]),
+                out_items,
+                in_dtype,
+                out_dtype,
+                align,
             )
         with on_strided:
             _emit_element_loop(
-                context, builder, count,
+                context,
+                builder,
+                count,
                 lambda i: builder.bitcast(builder.gep(src, [builder.mul(i, src_stride)]), in_ptr_type),
-                out_items, in_dtype, out_dtype, align,
+                out_items,
+                in_dtype,
+                out_dtype,
+                align,
             )
 
 
@@ -265,9 +272,7 @@ def _emit_block_copy(context, builder, src, dst, shape, strides, in_dtype, out, 
         for i, src_stride, out_stride in zip(index, strides, out.strides):
             src_run = builder.gep(src_run, [builder.mul(i, src_stride)])
             dst_run = builder.gep(dst_run, [builder.mul(i, out_stride)])
-        _emit_run_copy(
-            context, builder, src_run, dst_run, run, strides[-1], contiguous, in_dtype, out.dtype, align
-        )
+        _emit_run_copy(context, builder, src_run, dst_run, run, strides[-1], contiguous, in_dtype, out.dtype, align)
 
 
 def _emit_group_copy(context, builder, table, members, in_dtype, out, align):
@@ -281,12 +286,15 @@ def _emit_group_copy(context, builder, table, members, in_dtype, out, align):
         start = builder.load(builder.gep(table.offsets, [k]))
         dst = builder.gep(out.data, [builder.mul(start, out.axis_stride)])
         _emit_block_copy(
-            context, builder,
+            context,
+            builder,
             builder.load(builder.gep(table.data, [k])),
             dst,
             _load_dims(builder, table.shapes, k, ndim),
             _load_dims(builder, table.strides, k, ndim),
-            in_dtype, out, align,
+            in_dtype,
+            out,
+            align,
         )
 
 
@@ -305,8 +313,10 @@ def _emit_join(context, builder, axis, in_types, fill_table, out_type):
     )
     out_strides = cgutils.unpack_tuple(builder, out.strides, ndim)
     output = _Output(
-        builder.bitcast(out.data, cgutils.voidptr_t), out_strides,
-        _select_dim(builder, out_strides, axis), out_type.dtype,
+        builder.bitcast(out.data, cgutils.voidptr_t),
+        out_strides,
+        _select_dim(builder, out_strides, axis),
+        out_type.dtype,
     )
     for in_dtype, members in _groups_by_dtype(in_types).items():
         aligned = all(getattr(in_types[k], "aligned", True) for k in members)

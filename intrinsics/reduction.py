@@ -121,9 +121,9 @@ def _builtin_rule(op, acc):
         raise errors.TypingError(f"full_reduce: unknown op {name!r}; expected one of {OPS}")
     if isinstance(acc, types.Complex) and name in _COMPLEX_OPERATORS:
         complex_sig = signature(acc, acc, acc)
-        return lambda context, builder, a, v: context.get_function(
-            _COMPLEX_OPERATORS[name], complex_sig
-        )(builder, (a, v))
+        return lambda context, builder, a, v: context.get_function(_COMPLEX_OPERATORS[name], complex_sig)(
+            builder, (a, v)
+        )
     rule = _rules_for(acc).get(name)
     if rule is None:
         raise errors.TypingError(f"full_reduce: op {name!r} is not defined on acc_dtype {acc}")
@@ -202,7 +202,10 @@ def _emit_run(builder, lanes, count, fold_at):
 
 def _emit_strided_runs(builder, array, layout, ndim, itemsize, lanes, fold_ptr):
     """Fold every element of ``array`` (a numba array struct proxy) into the slots ``lanes``."""
-    unit_items = lambda start: lambda value, j: fold_ptr(value, builder.gep(start, [j]))
+
+    def unit_items(start):
+        return lambda value, j: fold_ptr(value, builder.gep(start, [j]))
+
     if layout in "CF" or ndim == 0:
         # Contiguous: one run over the memory, whatever the logical order (the ops commute).
         _emit_run(builder, lanes[:1], array.nitems, unit_items(array.data))
@@ -220,15 +223,21 @@ def _emit_strided_runs(builder, array, layout, ndim, itemsize, lanes, fold_ptr):
             with on_unit:
                 _emit_run(builder, lanes[:1], run, unit_items(builder.bitcast(start, item_ptr_type)))
             with on_strided:
-                _emit_run(builder, lanes, run, lambda value, j: fold_ptr(value, builder.bitcast(
-                    builder.gep(start, [builder.mul(j, strides[-1])]), item_ptr_type)))
+                _emit_run(
+                    builder,
+                    lanes,
+                    run,
+                    lambda value, j: fold_ptr(
+                        value, builder.bitcast(builder.gep(start, [builder.mul(j, strides[-1])]), item_ptr_type)
+                    ),
+                )
 
 
 def _emit_fold_lanes(builder, lanes, combine):
     """The lanes combined pairwise: (l0 . l1) . (l2 . l3)."""
     values = [builder.load(lane) for lane in lanes]
     while len(values) > 1:
-        values = [combine(builder, a, b) for a, b in zip(values[::2], values[1::2])] + values[len(values) & ~1:]
+        values = [combine(builder, a, b) for a, b in zip(values[::2], values[1::2])] + values[len(values) & ~1 :]
     return values[0]
 
 
@@ -241,19 +250,19 @@ def _emit_full_reduce(context, builder, array_type, array, identity, acc_dtype, 
     np.float64)`` for a 2-d float64 'A'-layout ``x`` (C and F layouts are just the unit-stride run
     over ``x.size`` elements of ``x.data``)::
 
-        lane = [0.0, 0.0, 0.0, 0.0]                # the stack slots
+        lane = [0.0, 0.0, 0.0, 0.0]  # the stack slots
         rows, run, unit = x.shape[0], x.shape[1], x.strides[1] == 8
-        if unit and x.strides[0] == run * 8:       # contiguous after all: one run
+        if unit and x.strides[0] == run * 8:  # contiguous after all: one run
             rows, run = 1, run * x.shape[0]
         for i in range(rows):
-            row = x.data + i * x.strides[0]        # a byte address
+            row = x.data + i * x.strides[0]  # a byte address
             if unit:
-                for j in range(run):               # fadd reassoc: LLVM vectorizes this loop
+                for j in range(run):  # fadd reassoc: LLVM vectorizes this loop
                     lane[0] = lane[0] + float64(row.as_float64[j])
             else:
                 at = lambda j: (row + j * x.strides[1]).as_float64[0]
-                for b in range(run // 4):          # four independent chains; vectorizer disabled
-                    for k in range(4):             # (unrolled in the IR)
+                for b in range(run // 4):  # four independent chains; vectorizer disabled
+                    for k in range(4):  # (unrolled in the IR)
                         lane[k] = lane[k] + float64(at(4 * b + k))
                 for j in range(run // 4 * 4, run):
                     lane[0] = lane[0] + float64(at(j))
@@ -302,7 +311,9 @@ def full_reduce(typingctx, x, op, identity, acc_dtype, out_dtype):
     rule = _builtin_rule(op, acc)
 
     def codegen(context, builder, sig, args):
-        combine = lambda b, a, v: rule(context, b, a, v)
+        def combine(b, a, v):
+            return rule(context, b, a, v)
+
         return _lower_reduce(context, builder, sig, args, combine)
 
     return _reduce_signature(x, op, identity, acc_dtype, out_dtype), codegen
@@ -325,7 +336,10 @@ def full_reduce_with(typingctx, x, combine, identity, acc_dtype, out_dtype):
 
     def codegen(context, builder, sig, args):
         impl = context.get_function(combine, combine_sig)
-        step = lambda b, a, v: context.cast(b, impl(b, (a, v)), combine_sig.return_type, acc)
+
+        def step(b, a, v):
+            return context.cast(b, impl(b, (a, v)), combine_sig.return_type, acc)
+
         return _lower_reduce(context, builder, sig, args, step)
 
     return _reduce_signature(x, combine, identity, acc_dtype, out_dtype), codegen

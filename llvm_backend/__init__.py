@@ -3,6 +3,7 @@
 Importing this package registers the PyTensor mode "LLVM" (also reachable as "llvm")::
 
     import llvm_backend
+
     fn = pytensor.function([x], y, mode="LLVM")
 
 Users of other modes ("NUMBA", "FAST_RUN", "CVM", ...) see no change from the import.

@@ -21,7 +21,7 @@ def _report(args) -> int:
     results = run_report(graphs=graphs, modes=modes, progress=_progress)
     print(format_table(results))
     if args.json:
-        with open(args.json, "w") as f:
+        with Path(args.json).open("w") as f:
             json.dump(as_json(results), f, indent=2)
     return 0
 

@@ -15,7 +15,12 @@ which make a function uncacheable, become extra trailing parameters, fed from co
 For a graph ``y_i = x_i * 2`` of 32 vector inputs and outputs the source is::
 
     def llvm_graph_fn(array_pack_type):
-        return llvm_graph((array_pack_type, tensor_constant,))
+        return llvm_graph(
+            (
+                array_pack_type,
+                tensor_constant,
+            )
+        )
 
 and its plan: slot 0 the pack, slot 1 the constant ``[2.]``, slots 2..33 the pack's items, and 32 calls
 ``elemwise(item, slot 1)`` (one shared numba function) whose results go to one returned list.
@@ -164,7 +169,9 @@ class GraphSource:
             if call.pack_from is not None:
                 args[call.pack_from :] = [f"pack({', '.join(args[call.pack_from :])})"]
             function = getattr(call.function, "__name__", type(call.function).__name__)
-            lines.append(f"#   {', '.join(names[s] for s in call.outputs)} = {function}({', '.join(args)})  <- {call.label}")
+            lines.append(
+                f"#   {', '.join(names[s] for s in call.outputs)} = {function}({', '.join(args)})  <- {call.label}"
+            )
         returned = [names[s] for s in self.plan.outputs]
         returned += [f"[{', '.join(names[s] for s in group)}]" for group in self.plan.lists]
         lines.append(f"#   return ({', '.join(returned)},)")

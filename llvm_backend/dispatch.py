@@ -60,7 +60,13 @@ def lowering_cache_key(op, **extra) -> str:
     An ``OpFromGraph`` (PyTensor's scalarization ops are) has no props: its key is its class and ``extra``,
     which must then say all the node function depends on."""
     if not hasattr(op, "_props_dict"):
-        description = ("llvm_backend", CODEGEN_VERSION, type(op).__module__, type(op).__qualname__, sorted(extra.items()))
+        description = (
+            "llvm_backend",
+            CODEGEN_VERSION,
+            type(op).__module__,
+            type(op).__qualname__,
+            sorted(extra.items()),
+        )
         return sha256(repr(description).encode()).hexdigest()
     return default_hash_key_from_props(op, llvm_backend=CODEGEN_VERSION, **extra)
 

@@ -97,7 +97,9 @@ def regression(n_cols: int = 48, n_obs: int = 400, n_groups: int = 13) -> Graph:
     intercept, log_sigma, mu_beta, log_tau = (pt.dscalar(n) for n in ("intercept", "log_sigma", "mu_beta", "log_tau"))
     log_taus = [pt.dscalar(f"log_tau_{k}") for k in range(n_groups)]
     betas = [pt.dscalar(f"beta_{i}") for i in range(n_cols)]
-    location = intercept + sum((pt.constant(design[:, i], name=f"X_{i}") * b for i, b in enumerate(betas)), pt.constant(0.0))
+    location = intercept + sum(
+        (pt.constant(design[:, i], name=f"X_{i}") * b for i, b in enumerate(betas)), pt.constant(0.0)
+    )
     logp = (
         _normal_logp(intercept, 0.0, 10.0)
         + _normal_logp(log_sigma, 0.0, 1.0)

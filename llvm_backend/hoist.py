@@ -40,8 +40,14 @@ def _group_invariant_operands(composite: ps.Composite, invariant_inputs: set[int
     changed = False
     for node in composite.fgraph.toposort():
         inputs = [new.get(inp, inp) for inp in node.inputs]
-        inv = [inp for inp, old in zip(inputs, node.inputs, strict=True) if old in invariant or isinstance(old, Constant)]
-        others = [inp for inp, old in zip(inputs, node.inputs, strict=True) if not (old in invariant or isinstance(old, Constant))]
+        inv = [
+            inp for inp, old in zip(inputs, node.inputs, strict=True) if old in invariant or isinstance(old, Constant)
+        ]
+        others = [
+            inp
+            for inp, old in zip(inputs, node.inputs, strict=True)
+            if not (old in invariant or isinstance(old, Constant))
+        ]
         same_dtype = all(inp.type == node.outputs[0].type for inp in inputs)
         if isinstance(node.op, ASSOCIATIVE) and len(inv) >= 2 and others and same_dtype:
             outputs = [node.op(node.op(*inv), *others)]

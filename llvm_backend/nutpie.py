@@ -6,10 +6,10 @@ entry points make that compile use the LLVM mode::
 
     import llvm_backend.nutpie
 
-    compiled = llvm_backend.nutpie.compile_pymc_model(model)     # nutpie.compile_pymc_model's arguments
+    compiled = llvm_backend.nutpie.compile_pymc_model(model)  # nutpie.compile_pymc_model's arguments
     trace = nutpie.sample(compiled, draws=1000)
 
-    with llvm_backend.nutpie.numba_is_llvm():                    # any code that compiles under "NUMBA"
+    with llvm_backend.nutpie.numba_is_llvm():  # any code that compiles under "NUMBA"
         idata = pm.sample(nuts_sampler="nutpie", model=model)
 
 `numba_is_llvm` is process-global while it is open: every compile that asks for "NUMBA" by name, in any

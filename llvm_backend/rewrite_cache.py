@@ -424,7 +424,7 @@ class RewriteCache:
         """The stored (inputs, outputs) of ``key``, or None. An entry that cannot be read is removed."""
         path = self._path(key)
         try:
-            with open(path, "rb") as f:
+            with path.open("rb") as f:
                 entry = pickle.load(f)
         except FileNotFoundError:
             return None
@@ -447,7 +447,7 @@ class RewriteCache:
         try:
             with os.fdopen(fd, "wb") as f:
                 f.write(blob)
-            os.replace(tmp, self._path(key))
+            Path(tmp).replace(self._path(key))
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise

@@ -10,17 +10,17 @@ as under ours.
 `IndexedSupervisor` reaches the same verdict from the other side. A variable is destroyed exactly when it
 is a key of the DestroyHandler's ``droot`` (each destroyed root and every view of it), so it looks those
 keys up among the protected inputs and the outputs with set operations: no work when nothing is destroyed,
-else C loops over the destroyed variables and the outputs, instead of a Python call per protected variable. When one is protected, or with ``cycle_detection=fast`` or another kind of destroy handler, the
+else C loops over the destroyed variables and the outputs, instead of a Python call per protected variable.
+When one is protected, or with ``cycle_detection=fast`` or another kind of destroy handler, the
 stock check runs (and raises its own error).
 
 `use_indexed_supervisor`, the first rewrite of the LLVM mode, puts one in place of the stock Supervisor.
 """
 
+from pytensor.compile.aliasing import Supervisor
 from pytensor.configdefaults import config
 from pytensor.graph.destroyhandler import DestroyHandler
 from pytensor.graph.rewriting.basic import GraphRewriter
-
-from pytensor.compile.aliasing import Supervisor
 
 __all__ = ["IndexedSupervisor", "UseIndexedSupervisor", "use_indexed_supervisor"]
 

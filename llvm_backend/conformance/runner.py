@@ -111,7 +111,9 @@ def run_pytest(name: str, args: list[str], tree: Path, env: dict[str, str], logs
     command = pytest_command(args)
     print(f"== {name}: {' '.join(command)}  (in {tree})", flush=True)
     lines = []
-    with subprocess.Popen(command, cwd=tree, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
+    with subprocess.Popen(
+        command, cwd=tree, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    ) as proc:
         for line in proc.stdout:
             sys.stdout.write(line)
             lines.append(line)
@@ -127,7 +129,7 @@ def run_pytest_concurrently(runs: dict[str, list[str]], tree: Path, env: dict[st
     for name, args in runs.items():
         command = pytest_command(args)
         print(f"== {name}: {' '.join(command)}  (in {tree}; output in {logs / name}.log)", flush=True)
-        with open(logs / f"{name}.log", "w") as log:
+        with (logs / f"{name}.log").open("w") as log:
             procs[name] = subprocess.Popen(command, cwd=tree, env=env, stdout=log, stderr=subprocess.STDOUT)
     for proc in procs.values():
         proc.wait()
@@ -158,9 +160,7 @@ def run_suite(args, tree: Path, logs: Path) -> tuple[dict[str, dict[str, str]], 
     env = suite_environment(tree)
     reused = {"NUMBA"} if args.reuse_stock and (logs / "NUMBA.xml").exists() else set()
     wanted = ["NUMBA"] if args.stock_only else list(RUNS)
-    runs = {
-        name: [*RUNS[name], f"--junitxml={logs / name}.xml", *selection] for name in wanted if name not in reused
-    }
+    runs = {name: [*RUNS[name], f"--junitxml={logs / name}.xml", *selection] for name in wanted if name not in reused}
     for name in runs:
         (logs / f"{name}.xml").unlink(missing_ok=True)
     for name in reused:

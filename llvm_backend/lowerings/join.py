@@ -6,7 +6,7 @@ nest per input dtype, linear IR in the input count. ``linear_join`` takes the sc
 the entries. For ``Join(1)(x0, x1, x2)`` with a float64 output the node function is::
 
     def join(*entries):
-        return linear_join(1, entries, out_dtype)   # out_dtype = np.dtype("float64")
+        return linear_join(1, entries, out_dtype)  # out_dtype = np.dtype("float64")
 """
 
 import numpy as np

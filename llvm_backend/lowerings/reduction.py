@@ -6,7 +6,7 @@ output, which numba cannot cast) keep stock's function.
 For ``ScalarCAReduce{Sum}`` of a float64 vector the node function is::
 
     def scalar_careduce(x):
-        return full_reduce(x, "add", identity, acc_dtype, out_dtype)   # identity = 0.0, both float64
+        return full_reduce(x, "add", identity, acc_dtype, out_dtype)  # identity = 0.0, both float64
 """
 
 import numpy as np

@@ -145,8 +145,12 @@ def join_cases(draw):
         layout = draw(st.sampled_from(["C", "F", "reversed", "step"]))
         big = [2 * s if layout == "step" else s for s in shape]
         values = draw(hnp.arrays(draw(_dtypes), big, elements={"min_value": 0, "max_value": 1}))
-        views = {"C": values, "F": np.asfortranarray(values), "reversed": values[::-1],
-                 "step": values[tuple(slice(None, None, 2) for _ in shape)]}
+        views = {
+            "C": values,
+            "F": np.asfortranarray(values),
+            "reversed": values[::-1],
+            "step": values[tuple(slice(None, None, 2) for _ in shape)],
+        }
         arrays.append(views[layout])
     return axis, arrays, draw(st.sampled_from([np.float64, np.int64]))
 
@@ -243,9 +247,7 @@ def emit_join_module(in_types):
     module = ir.Module("emit_join")
     fn = ir.Function(module, context.call_conv.get_function_type(out_type, arg_types), "join")
     builder = ir.IRBuilder(fn.append_basic_block("entry"))
-    axis, arrays = context.get_arg_packer(arg_types).from_arguments(
-        builder, context.call_conv.get_arguments(fn)
-    )
+    axis, arrays = context.get_arg_packer(arg_types).from_arguments(builder, context.call_conv.get_arguments(fn))
     values = cgutils.unpack_tuple(builder, arrays, len(in_types))
 
     def fill_table(table):
@@ -269,8 +271,12 @@ def test_emit_join_ir_is_one_table_and_shared_loops():
     llvm.parse_assembly(str(module)).verify()
     text = str(module.get_global("join"))
     entry = text.split("\n\n")[0]
-    for table in ('%"join.data" = alloca i8*, i64 3', '%"join.shapes" = alloca [1 x i64], i64 3',
-                  '%"join.strides" = alloca [1 x i64], i64 3', '%"join.offsets" = alloca i64, i64 3'):
+    for table in (
+        '%"join.data" = alloca i8*, i64 3',
+        '%"join.shapes" = alloca [1 x i64], i64 3',
+        '%"join.strides" = alloca [1 x i64], i64 3',
+        '%"join.offsets" = alloca i64, i64 3',
+    ):
         assert table in entry
     # Two dtype groups: a member table of the float64 inputs and one of the int32 input.
     assert "store [2 x i64] [i64 0, i64 2]" in text
@@ -304,7 +310,8 @@ def kernel_functions(ir_text, name):
     """The njit function ``name`` itself, not its CPython or cfunc wrappers."""
     module = llvm.parse_assembly(ir_text)
     return [
-        fn for fn in module.functions
+        fn
+        for fn in module.functions
         if not fn.is_declaration and name in fn.name and "cpython" not in fn.name and not fn.name.startswith("cfunc.")
     ]
 

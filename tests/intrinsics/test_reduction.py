@@ -34,10 +34,10 @@ def identity_of(op, acc):
     """The identity of ``op`` on ``acc``, as PyTensor's CAReduce would pass it."""
     acc = np.dtype(acc)
     if op in ("add", "or", "xor"):
-        return False if acc == bool else 0
+        return False if acc == np.bool_ else 0
     if op == "mul":
-        return True if acc == bool else 1
-    if acc == bool:
+        return True if acc == np.bool_ else 1
+    if acc == np.bool_:
         return op in ("minimum", "and")
     if acc.kind == "f":
         return {"maximum": -np.inf, "minimum": np.inf}[op]
@@ -62,7 +62,7 @@ def cases():
 CASES = list(cases())
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def reducer(op, in_dtype, acc_dtype, out_dtype, ndim=3, layout="A"):
     """A compiled ``full_reduce`` for one array type; acc_dtype passes as a class, out_dtype as a dtype."""
     identity, acc_class, out = identity_of(op, acc_dtype), np.dtype(acc_dtype).type, np.dtype(out_dtype)
@@ -353,13 +353,17 @@ def test_emit_full_reduce_on_a_fresh_module():
     )
     add = _builtin_rule(types.literal("add"), types.float64)
     array, identity = function.args
-    combine = lambda b, acc, value: add(context, b, acc, value)
+
+    def combine(b, acc, value):
+        return add(context, b, acc, value)
+
     builder.ret(_emit_full_reduce(context, builder, array_type, array, identity, types.float64, combine))
     entry, loop = str(function).split('  br label %"for.cond"\n', 1)
     assert '  %"reduce.acc" = alloca double\n' in entry
-    assert entry.rstrip().endswith(
-        '  %".13" = load double*, double** %".12"'
-    ) and '  store double %".2", double* %"reduce.acc"\n' in entry
+    assert (
+        entry.rstrip().endswith('  %".13" = load double*, double** %".12"')
+        and '  store double %".2", double* %"reduce.acc"\n' in entry
+    )
     assert loop == (
         "for.cond:\n"
         '  %"loop.index" = phi  i64 [0, %"entry"], [%".22", %"for.body"]\n'
@@ -391,7 +395,10 @@ def test_strided_runs_stay_scalar_and_verify():
         "sum", ir.DoubleType(), [context.get_value_type(array_type), ir.DoubleType()]
     )
     add = _builtin_rule(types.literal("add"), types.float64)
-    combine = lambda b, acc, value: add(context, b, acc, value)
+
+    def combine(b, acc, value):
+        return add(context, b, acc, value)
+
     builder.ret(_emit_full_reduce(context, builder, array_type, *function.args, types.float64, combine))
     assert str(module).count('!{ !"llvm.loop.vectorize.enable", i1 0 }') == 1
     assert str(function).count("!llvm.loop") == 2

@@ -26,8 +26,7 @@ def _outcome(fn, value):
 def test_wrong_arguments_behave_as_under_stock(value):
     x = pt.dvector("x")
     outcomes = [
-        _outcome(pytensor.function([x], pt.concatenate([x, x[::-1]]) * x.sum(), mode=mode), value)
-        for mode in MODES
+        _outcome(pytensor.function([x], pt.concatenate([x, x[::-1]]) * x.sum(), mode=mode), value) for mode in MODES
     ]
     if isinstance(outcomes[0], type):
         assert outcomes[1] is outcomes[0]

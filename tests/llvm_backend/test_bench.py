@@ -84,8 +84,15 @@ def fake_results():
             numba = mode != "CVM"
             rows.append(
                 Measurement(
-                    f"join/vectors_{n}", mode, scale * factor, 2.0 * factor, 9.0 if numba else None,
-                    1.0 if numba else None, 50 if numba else None, 2000 if numba else None, timed,
+                    f"join/vectors_{n}",
+                    mode,
+                    scale * factor,
+                    2.0 * factor,
+                    9.0 if numba else None,
+                    1.0 if numba else None,
+                    50 if numba else None,
+                    2000 if numba else None,
+                    timed,
                 )
             )
     cases = {f"join/vectors_{n}": {"family": "join over N", "description": "", "n": n} for n in (8, 30)}

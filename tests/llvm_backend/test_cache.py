@@ -57,7 +57,9 @@ def test_stock_numba_never_loads_our_entries(tmp_path):
 def test_concurrent_processes_share_one_cache(tmp_path):
     env = os.environ | {"PYTENSOR_FLAGS": f"base_compiledir={tmp_path}"}
     command = [sys.executable, "-c", COMPILE_AND_REPORT, "LLVM"]
-    racing = [subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    racing = [
+        subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)
+    ]
     for process in racing:
         stdout, stderr = process.communicate(timeout=600)
         assert process.returncode == 0, stderr

@@ -206,7 +206,17 @@ def test_runner_substitutes_llvm_everywhere(repo, tmp_path, capsys, concurrent):
     cache = tmp_path / "cache"
     options = ["--concurrent"] if concurrent else []
     code = main(
-        ["--pytensor-repo", str(repo), "--tag", TAG, "--cache-dir", str(cache), *options, "test_basic.py", "test_user.py"]
+        [
+            "--pytensor-repo",
+            str(repo),
+            "--tag",
+            TAG,
+            "--cache-dir",
+            str(cache),
+            *options,
+            "test_basic.py",
+            "test_user.py",
+        ]
     )
     out = capsys.readouterr().out
     assert "| NUMBA | 7 | 0 | 1 | 1 | 0 | 9 |" in out
@@ -219,7 +229,19 @@ def test_runner_substitutes_llvm_everywhere(repo, tmp_path, capsys, concurrent):
     assert code == 1
     assert not Path(cache, "pytensor-tests", TAG, "pyproject.toml").exists()
 
-    again = main(["--pytensor-repo", str(repo), "--tag", TAG, "--cache-dir", str(cache), "--reuse-stock", "test_basic.py", "test_user.py"])
+    again = main(
+        [
+            "--pytensor-repo",
+            str(repo),
+            "--tag",
+            TAG,
+            "--cache-dir",
+            str(cache),
+            "--reuse-stock",
+            "test_basic.py",
+            "test_user.py",
+        ]
+    )
     out = capsys.readouterr().out
     assert "== NUMBA: reusing" in out and "== LLVM: " in out
     assert "| NUMBA | 7 | 0 | 1 | 1 | 0 | 9 |" in out and "| LLVM | 6 | 1 | 1 | 1 | 0 | 9 |" in out

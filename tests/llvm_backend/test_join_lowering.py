@@ -4,13 +4,13 @@ import pytensor.tensor as pt
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pytensor.tensor.basic import Join, MakeVector
+from pytensor.tensor.rewriting.scalarize import ScalarizedJoin
 
 import llvm_backend
 from intrinsics.join import linear_join
 from llvm_backend.codegen import MAX_ITEMS
 from llvm_backend.testing import compare_llvm_numba_and_py
-from pytensor.tensor.basic import Join, MakeVector
-from pytensor.tensor.rewriting.scalarize import ScalarizedJoin
 
 
 def test_join_is_lowered_by_linear_join():
@@ -28,7 +28,7 @@ def test_join_3d_every_axis_with_mixed_layouts(axis):
 def test_join_with_upcast():
     x, y, z = pt.ivector("x"), pt.dvector("y"), pt.bvector("z")
     values = [np.arange(3, dtype="int32"), np.linspace(0, 1, 2), np.array([1, -1], dtype="int8")]
-    fn, out = compare_llvm_numba_and_py([x, y, z], pt.join(0, x, y, z), values)
+    _, out = compare_llvm_numba_and_py([x, y, z], pt.join(0, x, y, z), values)
     assert out.dtype == np.float64 and out.shape == (7,)
     np.testing.assert_array_equal(out, np.concatenate(values))
 

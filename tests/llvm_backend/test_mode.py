@@ -29,7 +29,9 @@ def test_mode_requires_our_rewrite_tag():
     assert llvm_backend.llvm_rewrites in optdb.__db__[REWRITE_TAG]
     assert use_indexed_supervisor in optdb.__db__[REWRITE_TAG]
     # before the first rewrites that replace nodes (each replacement is validated)
-    assert optdb.__position__[SUPERVISOR_NAME] < optdb.__position__["inline_ofg_expansion"] < optdb.__position__["merge1"]
+    assert (
+        optdb.__position__[SUPERVISOR_NAME] < optdb.__position__["inline_ofg_expansion"] < optdb.__position__["merge1"]
+    )
 
 
 def test_mode_by_linker_name_uses_our_linker():
@@ -42,7 +44,7 @@ def test_mode_by_linker_name_uses_our_linker():
 def test_llvm_mode_matches_numba_and_py():
     x, y = pt.dvector("x"), pt.dscalar("y")
     outputs = [x.sum() * y + pt.exp(y), x * 2, pt.concatenate([x, x[::-1]])]
-    fn, (total, doubled, joined) = compare_llvm_numba_and_py([x, y], outputs, [np.arange(4.0), 2.0])
+    fn, (total, _, _) = compare_llvm_numba_and_py([x, y], outputs, [np.arange(4.0), 2.0])
     assert isinstance(fn.maker.linker, LLVMLinker)
     assert total == 12.0 + np.exp(2.0)
 
@@ -99,8 +101,6 @@ OTHER_MODES_SNAPSHOT = textwrap.dedent(
 
 
 def test_import_changes_nothing_for_other_modes():
-    done = subprocess.run(
-        [sys.executable, "-c", OTHER_MODES_SNAPSHOT], capture_output=True, text=True, timeout=600
-    )
+    done = subprocess.run([sys.executable, "-c", OTHER_MODES_SNAPSHOT], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().endswith("unchanged")

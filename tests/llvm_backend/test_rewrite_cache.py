@@ -17,9 +17,9 @@ from pytensor.compile.mode import Mode, get_mode
 from pytensor.graph.basic import Constant, equal_computations
 from pytensor.graph.destroyhandler import DestroyHandler
 from pytensor.graph.fg import FunctionGraph
-from pytensor.graph.traversal import graph_inputs
 from pytensor.graph.op import Op
 from pytensor.graph.rewriting.basic import MergeFeature, SequentialGraphRewriter
+from pytensor.graph.traversal import graph_inputs
 from pytensor.scalar import Composite
 from pytensor.tensor.rewriting.shape import ShapeFeature
 
@@ -73,6 +73,7 @@ def test_second_compile_is_a_hit_with_the_same_rewritten_graph_and_values(cache)
     assert {v for v in graph_inputs(second.maker.fgraph.outputs) if not isinstance(v, Constant)} <= set(
         second.maker.fgraph.inputs
     )
+
     # PyTensor 3.3's rewriters leave their own MergeFeature and ShapeFeature attached; nothing after
     # rewriting reads them, and a hit, which does not rewrite, has none.
     def kept(fn):
@@ -87,10 +88,14 @@ def test_second_compile_is_a_hit_with_the_same_rewritten_graph_and_values(cache)
     [
         pytest.param(lambda x, y: [x, x * y, x * y], id="an-input-and-a-repeated-output"),
         pytest.param(lambda x, y: [pt.constant(3.0), (x + y).sum()], id="a-constant-output"),
-        pytest.param(lambda x, y: [pt.exp(x) * y, pt.concatenate([x, x, pt.log1p(pt.abs(x))]), x.argmax()],
-                     id="fused-join-argmax"),
-        pytest.param(lambda x, y: [pt.exp(x).sum(), pt.exp(x) * 2 + y, pt.exp(x).max()],
-                     id="an-in-place-node-after-the-readers-of-what-it-destroys"),
+        pytest.param(
+            lambda x, y: [pt.exp(x) * y, pt.concatenate([x, x, pt.log1p(pt.abs(x))]), x.argmax()],
+            id="fused-join-argmax",
+        ),
+        pytest.param(
+            lambda x, y: [pt.exp(x).sum(), pt.exp(x) * 2 + y, pt.exp(x).max()],
+            id="an-in-place-node-after-the-readers-of-what-it-destroys",
+        ),
     ],
 )
 def test_hits_compute_what_py_and_numba_compute(cache, build):
@@ -240,7 +245,7 @@ def test_an_entry_that_does_not_fit_the_graph_is_not_used(cache, caplog):
     assert "not used" in caplog.text
     assert outcome == {"stored": 1}
     assert f(np.zeros(3)) == 3.0
-    with open(entry, "rb") as stored:
+    with entry.open("rb") as stored:
         inputs, _, _ = pickle.load(stored)
     assert inputs[0].type == x.type
 
@@ -352,7 +357,9 @@ def test_a_graph_stored_for_one_query_is_not_installed_for_another(cache):
     unfused, outcome = _outcomes_of(lambda: pytensor.function([x], out, mode=LLVM.excluding("fusion")))
     assert outcome == {"stored": 1}
     composites = [
-        fn for fn in (fused, unfused) if any(isinstance(getattr(n.op, "scalar_op", None), Composite) for n in fn.maker.fgraph.apply_nodes)
+        fn
+        for fn in (fused, unfused)
+        if any(isinstance(getattr(n.op, "scalar_op", None), Composite) for n in fn.maker.fgraph.apply_nodes)
     ]
     assert composites == [fused]
     value = np.linspace(0.1, 1.0, 4)

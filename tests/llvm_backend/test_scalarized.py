@@ -135,8 +135,12 @@ def test_full_reductions_of_any_layout_match_py(shape, layout, reduction):
     # Positive values: a sum of values of both signs can cancel to ~1e-16, where the order of the additions
     # decides every digit, and no relative comparison means anything.
     base = np.arange(np.prod(shape) * 2, dtype="float64").reshape([*shape[:-1], shape[-1] * 2]) / 7 + 1
-    value = {"C": base[..., ::2].copy(), "F": np.asfortranarray(base[..., ::2]), "strided": base[..., ::2],
-             "reversed": base[..., ::-2]}[layout]
+    value = {
+        "C": base[..., ::2].copy(),
+        "F": np.asfortranarray(base[..., ::2]),
+        "strided": base[..., ::2],
+        "reversed": base[..., ::-2],
+    }[layout]
     fn = pytensor.function([x], REDUCTIONS[reduction](x) * 3, mode="LLVM")
     want = pytensor.function([x], REDUCTIONS[reduction](x) * 3, mode=PY_MODE)
     assert_same_result(fn(value), want(value), f"{reduction} of {layout} {shape}")

@@ -6,6 +6,7 @@ import pytensor
 import pytensor.scalar as ps
 import pytensor.tensor as pt
 import pytest
+from pytensor.compile.aliasing import Supervisor
 from pytensor.compile.io import In
 from pytensor.compile.mode import get_mode
 from pytensor.graph.destroyhandler import DestroyHandler
@@ -15,7 +16,6 @@ from pytensor.tensor.elemwise import Elemwise
 
 import llvm_backend  # noqa: F401
 from llvm_backend import graphs, rewrite_cache
-from pytensor.compile.aliasing import Supervisor
 from llvm_backend.mode import SUPERVISOR_NAME
 from llvm_backend.supervisor import IndexedSupervisor
 from llvm_backend.testing import compare_llvm_numba_and_py
@@ -87,7 +87,7 @@ def test_destroying_an_input_same_verdict_as_stock(destroy, allowed):
 def test_destroying_an_output_same_verdict_as_stock():
     verdicts = []
     for supervisor_class in (Supervisor, IndexedSupervisor):
-        fgraph, x, y, total = _supervised(supervisor_class)
+        fgraph, _, _, total = _supervised(supervisor_class)
         [doubled] = fgraph.outputs[1:]
         in_place = Elemwise(ps.mul, inplace_pattern={0: 0})(total, pt.constant(2.0))
         with pytest.raises(InconsistencyError, match="protected variable") as error:
@@ -180,7 +180,7 @@ def test_in_place_values_and_inputs_against_py_and_numba(no_rewrite_cache):
     inputs, outputs = _wide_in_place_graph()
     rng = np.random.default_rng(0)
     values = [rng.normal(size=5) for _ in inputs]
-    fn, results = compare_llvm_numba_and_py(inputs, outputs, values)
+    fn, _ = compare_llvm_numba_and_py(inputs, outputs, values)
     assert any(node.op.destroy_map for node in fn.maker.fgraph.apply_nodes)
     given = [np.copy(v) for v in values]
     fn(*given)

@@ -27,7 +27,7 @@ def test_same_result_rejects_differences(actual, expected, message):
 
 def test_compare_returns_llvm_results_for_single_and_multiple_outputs():
     x = pt.lvector("x")
-    fn, single = compare_llvm_numba_and_py([x], x.sum(), [np.arange(5)])
+    _, single = compare_llvm_numba_and_py([x], x.sum(), [np.arange(5)])
     assert single == 10 and single.dtype == np.int64
     _, (total, doubled) = compare_llvm_numba_and_py([x], [x.sum(), x * 2], [np.arange(3)])
     assert total == 3 and doubled.tolist() == [0, 2, 4]

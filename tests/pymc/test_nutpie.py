@@ -113,8 +113,15 @@ def test_pm_sample_with_the_llvm_mode_goes_through_the_rewrite_cache(tmp_path, m
     before = sum(rewrite_cache.outcomes[k] for k in ("stored", "hit"))
     model = eight_schools()
     idata = pm.sample(
-        draws=10, tune=10, chains=1, cores=1, model=model, random_seed=1, progressbar=False,
-        nuts_sampler="pymc", compile_kwargs={"mode": "LLVM"},
+        draws=10,
+        tune=10,
+        chains=1,
+        cores=1,
+        model=model,
+        random_seed=1,
+        progressbar=False,
+        nuts_sampler="pymc",
+        compile_kwargs={"mode": "LLVM"},
     )
     assert idata.posterior.sizes["draw"] == 10
     assert sum(rewrite_cache.outcomes[k] for k in ("stored", "hit")) > before

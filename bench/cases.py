@@ -6,7 +6,7 @@ seed (``join/vectors_60`` is its first, 60 1-D vectors of 16 on axis 0); the wid
 over N (N outputs ``x_i * 2``, one output summing N sums); full reductions and scalar indexing consumed
 by scalar math; PyMC-shaped logp+gradient graphs, and a 65-parameter regression model whose constant
 400x48 design matrix is used column by column; with the ``pymc`` extra, PyMC models as samplers compile them
-(``bench.pymc_models``), nutpie timed on them end to end.
+(``llvm_backend_bench.pymc_models``), nutpie timed on them end to end.
 """
 
 import importlib.util
@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
+from llvm_backend_bench import references
 from numba.core.registry import CPUDispatcher
 from pytensor.graph.basic import Constant
 from pytensor.graph.traversal import ancestors
 
-from bench import references
-from llvm_backend.graphs import (
+from llvm_backend.tools.graphs import (
     Graph,
     concatenate,
     fused_sum,
@@ -33,7 +33,7 @@ from llvm_backend.graphs import (
     sum_of_sums,
     times_two,
 )
-from llvm_backend.measure import defined_instruction_count, recording_ir_modules
+from llvm_backend.tools.measure import defined_instruction_count, recording_ir_modules
 
 __all__ = ["CASES", "MODES", "QUICK_CASES", "REFERENCE", "Case", "cold_compile_job", "select_cases"]
 
@@ -66,7 +66,7 @@ class Case:
     compile: Callable[[Graph, str], Callable] | None = None
     """How the cold compile compiles the graph under a mode (default ``pytensor.function``)."""
     nutpie: str | None = None
-    """For a PyMC model, its name in ``bench.pymc_models.MODELS``: nutpie is timed on it end to end."""
+    """For a PyMC model, its name in ``llvm_backend_bench.pymc_models.MODELS``: nutpie is timed on it end to end."""
 
     def runnable(self) -> bool:
         return self.requires is None or importlib.util.find_spec(self.requires) is not None
@@ -193,13 +193,13 @@ def _model_cases() -> list[Case]:
 
 
 def _pymc_graph(name: str) -> Graph:
-    from bench.pymc_models import logp_dlogp_graph
+    from llvm_backend_bench.pymc_models import logp_dlogp_graph
 
     return logp_dlogp_graph(name)
 
 
 def _pymc_compile(graph: Graph, mode: str):
-    from bench.pymc_models import pymc_compile
+    from llvm_backend_bench.pymc_models import pymc_compile
 
     return pymc_compile(graph, mode)
 

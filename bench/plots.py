@@ -10,7 +10,7 @@ from pathlib import Path
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from llvm_backend.report import Measurement
+from llvm_backend.tools.measurements import Measurement
 
 __all__ = ["COMPILE_PLOT", "PER_CALL_PLOT", "compile_time_plot", "draw_plots", "per_call_plot"]
 

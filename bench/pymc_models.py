@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from llvm_backend.graphs import Graph
+from llvm_backend.tools.graphs import Graph
 
 __all__ = ["MODELS", "NUTPIE_BACKENDS", "logp_dlogp_graph", "nutpie_job", "pymc_compile"]
 
@@ -93,7 +93,7 @@ def pymc_compile(graph: Graph, mode: str):
 
 
 def nutpie_job(name: str, backend: str):
-    """For `llvm_backend.coldcompile.cold_call`: nutpie on model ``name`` under ``backend`` (one of
+    """For `llvm_backend.tools.coldcompile.cold_call`: nutpie on model ``name`` under ``backend`` (one of
     `NUTPIE_BACKENDS`), compile then sample one chain; reports both parts and µs per gradient evaluation."""
     import nutpie
 

@@ -87,7 +87,7 @@ def _standard_normal_logp(x):
 
 @fast_njit
 def logp_grad(mu, log_tau, log_scale, offsets, theta, y, sigma, data):
-    """Log-density and gradient of ``llvm_backend.graphs.logp_grad``, one pass, one output allocation.
+    """Log-density and gradient of ``llvm_backend.tools.graphs.logp_grad``, one pass, one output allocation.
 
     The gradient vector is ``[d mu, d log_tau, d log_scale, d offsets..., d theta...]``.
     """
@@ -124,7 +124,7 @@ def logp_grad(mu, log_tau, log_scale, offsets, theta, y, sigma, data):
 
 @fast_njit
 def regression(intercept, log_sigma, mu_beta, log_tau, log_taus, betas, design, y):
-    """Log-density and gradient of ``llvm_backend.graphs.regression``, in its parameter order:
+    """Log-density and gradient of ``llvm_backend.tools.graphs.regression``, in its parameter order:
     ``[intercept, log_sigma, mu_beta, log_tau, log_taus..., betas...]``."""
     n_groups, n_cols = log_taus.size, betas.size
     grad = np.zeros(4 + n_groups + n_cols)

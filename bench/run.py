@@ -2,10 +2,10 @@
 
 Per case: compile under NUMBA, LLVM and CVM (numba cache off, so the IR counted is the code timed) and
 the hand-written ``@njit`` reference; cold-compile each in a fresh process with empty caches
-(``llvm_backend.coldcompile``), counting there the unoptimized IR numba emits (in a fresh process no
+(``llvm_backend.tools.coldcompile``), counting there the unoptimized IR numba emits (in a fresh process no
 helper was compiled before, so the count does not depend on what ran first); then time all four in
 interleaved rounds and count NRT allocations and optimized kernel IR of the numba ones
-(``llvm_backend.report.measure_runners``).
+(``llvm_backend.tools.measurements.measure_runners``).
 """
 
 import json
@@ -21,11 +21,11 @@ import llvmlite
 import numba
 import numpy as np
 import pytensor
+from llvm_backend_bench.cases import MODES, REFERENCE, Case
+from llvm_backend_bench.plots import draw_plots
 
-from bench.cases import MODES, REFERENCE, Case
-from bench.plots import draw_plots
-from llvm_backend.coldcompile import cold_call
-from llvm_backend.report import (
+from llvm_backend.tools.coldcompile import cold_call
+from llvm_backend.tools.measurements import (
     FUNCTION_CALL,
     Measurement,
     Runner,
@@ -102,7 +102,7 @@ def measure_case(case: Case, modes, cold_modes, rounds: int, progress: Callable[
     cold = {}
     for mode in cold_modes:
         progress(f"{case.name}: cold compile under {mode} (fresh process, empty caches)")
-        cold[mode] = cold_call("bench.cases:cold_compile_job", case.name, mode, warm=case.warm)
+        cold[mode] = cold_call("llvm_backend_bench.cases:cold_compile_job", case.name, mode, warm=case.warm)
     progress(f"{case.name}: timing {rounds} interleaved rounds")
     return measure_runners(case.name, runners, cold, rounds, ALLOCATION_CALLS), graph.description
 
@@ -139,7 +139,7 @@ def _numbered(progress: Callable[[str], None], number: str, message: str) -> Non
 
 def measure_nutpie(case: Case, progress: Callable[[str], None]) -> list[dict]:
     """nutpie end to end on ``case``'s model under each of ``NUTPIE_BACKENDS`` (JAX where jax is installed)."""
-    from bench.pymc_models import NUTPIE_BACKENDS
+    from llvm_backend_bench.pymc_models import NUTPIE_BACKENDS
 
     rows = []
     for backend in NUTPIE_BACKENDS:
@@ -147,7 +147,7 @@ def measure_nutpie(case: Case, progress: Callable[[str], None]) -> list[dict]:
             progress(f"{case.name}: nutpie with JAX skipped (jax is not installed)")
             continue
         progress(f"{case.name}: nutpie under {backend}, compile and 200+200 draws (fresh process, empty caches)")
-        measured = cold_call("bench.pymc_models:nutpie_job", case.nutpie, backend, warm=True)
+        measured = cold_call("llvm_backend_bench.pymc_models:nutpie_job", case.nutpie, backend, warm=True)
         rows.append({"case": case.name, "backend": backend, **{k: measured[k] for k in NUTPIE_FIELDS}})
     return rows
 

@@ -34,16 +34,14 @@ from numba import typeof
 from pytensor.graph.basic import Constant
 from pytensor.link.numba.dispatch.basic import cache_key_for_constant, numba_typify
 from pytensor.link.utils import unique_name_generator
-from pytensor.tensor.basic import Join, MakeVector
-from pytensor.tensor.rewriting.scalarize import ScalarizedJoin
 from pytensor.tensor.type import TensorType
 
 from intrinsics.argpack import PACKS_SUPPORTED, ArrayPack, ArrayPackType
 from intrinsics.graph import GraphPlan, PlanCall, PlanItem, graph_intrinsic
 from intrinsics.tuples import flatten_tuple
+from llvm_backend.dispatch import MAX_ITEMS, lowering_for
 
 __all__ = [
-    "MAX_ITEMS",
     "GraphSource",
     "PackParam",
     "call_source",
@@ -51,9 +49,6 @@ __all__ = [
     "graph_source",
     "tuple_source",
 ]
-
-MAX_ITEMS = 30
-"""The widest call or tuple display CPython still compiles to a single opcode."""
 
 FREEZE_LIMIT = 10**6
 """numba embeds contiguous array constants up to this many bytes in the IR; others are dynamic globals."""
@@ -75,21 +70,20 @@ def call_source(function: str, args: list[str]) -> str:
 
 
 def packed_arguments(node) -> int | None:
-    """Where the arrays ``node``'s lowering can take as one pack start among its inputs, if it is worth it.
-
-    Join, ScalarizedJoin and MakeVector lower to ``linear_join``, which takes its entries (all the node's
-    inputs) as a pack: more than ``MAX_ITEMS`` tensors of one dtype and ndim (``linear_join`` reads 0-d ones
-    as length-1 entries of a 1-d join)."""
-    if not isinstance(node.op, Join | ScalarizedJoin | MakeVector):
+    """Where the arrays ``node``'s function takes as one pack start among its inputs, if it is worth it: its
+    `Lowering`'s ``pack_start``, when the lowering applies to the node and the inputs from there on are more
+    than ``MAX_ITEMS`` tensors of one dtype and ndim."""
+    lowering = lowering_for(node.op)
+    if lowering is None or lowering.pack_start is None or not lowering.applies(node):
         return None
-    arrays = node.inputs
+    arrays = node.inputs[lowering.pack_start :]
     fits = (
         PACKS_SUPPORTED
         and len(arrays) > MAX_ITEMS
         and all(isinstance(a.type, TensorType) for a in arrays)
         and len({(a.type.dtype, a.type.ndim) for a in arrays}) == 1
     )
-    return 0 if fits else None
+    return lowering.pack_start if fits else None
 
 
 def _needs_parameter(value) -> bool:

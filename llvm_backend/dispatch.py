@@ -1,14 +1,15 @@
 """Our dispatch entry point: op -> numba function, through our intrinsics where we have one.
 
-``llvm_funcify_and_cache_key`` is a ``singledispatch`` of our own returning ``(numba function, cache key)``.
-An op whose class has an entry in ``LOWERINGS`` (registered with ``register_lowering``) is lowered by our
-code, which calls the intrinsic named on its registration line, and cached under a key salted with ours.
-Every other op falls back, explicitly, to PyTensor's stock numba function and its own cache entry,
-which it shares with ``mode="NUMBA"``. PyTensor's dispatch tables are never touched.
+``LOWERINGS`` is the one table of what we lower: a `Lowering` record per op class (the intrinsic it calls,
+the condition on the node, where the entries it can take as one pack start, its funcify), registered with
+``register_lowering`` and found along the op's MRO (`lowering_for`). ``llvm_funcify_and_cache_key`` lowers a
+node through its record, cached under a key salted with ours; every other node falls back, explicitly, to
+PyTensor's stock numba function and its own cache entry, which it shares with ``mode="NUMBA"``. PyTensor's
+dispatch tables are never touched.
 """
 
 from collections.abc import Callable
-from functools import singledispatch, wraps
+from dataclasses import dataclass
 from hashlib import sha256
 
 from pytensor import config
@@ -23,9 +24,12 @@ from pytensor.link.numba.dispatch.basic import (
 __all__ = [
     "CODEGEN_VERSION",
     "LOWERINGS",
+    "MAX_ITEMS",
+    "Lowering",
     "cacheable",
     "llvm_funcify_and_cache_key",
     "lowering_cache_key",
+    "lowering_for",
     "register_lowering",
     "stock_funcify_and_key",
 ]
@@ -33,8 +37,48 @@ __all__ = [
 # Bump when any lowering's generated code changes, so stale on-disk cache entries are not reused.
 CODEGEN_VERSION = 6
 
-LOWERINGS: dict[type, Callable] = {}
-"""Op class -> the intrinsic its LLVM-mode lowering calls."""
+MAX_ITEMS = 30
+"""The widest call or tuple display CPython still compiles to a single opcode: past it, the graph function
+takes arrays of one dtype and ndim as one pack, and lowerings with a pack start take their entries as one."""
+
+
+@dataclass(frozen=True)
+class Lowering:
+    """How the LLVM mode lowers nodes of ``op_type`` (and its subclasses).
+
+    ``funcify(op, node, **kwargs) -> (numba function, cache key)`` builds the node function, which calls
+    ``intrinsic``; ``when(node)``, if given, says which nodes it takes (the others get stock's function);
+    ``pack_start``, if not None, is where the node's inputs that the function can take as one `ArrayPack`
+    start (from there to the last input)."""
+
+    op_type: type
+    intrinsic: Callable
+    funcify: Callable
+    when: Callable | None = None
+    pack_start: int | None = None
+
+    def applies(self, node) -> bool:
+        return self.when is None or bool(self.when(node))
+
+    @property
+    def condition(self) -> str:
+        """The first line of ``when``'s docstring, or "always"."""
+        if self.when is None:
+            return "always"
+        return (self.when.__doc__ or self.when.__name__).strip().splitlines()[0]
+
+
+LOWERINGS: dict[type, Lowering] = {}
+"""Op class -> its `Lowering`; read it through `lowering_for`, which follows the op's MRO."""
+
+
+def lowering_for(op) -> Lowering | None:
+    """The `Lowering` registered for ``op``'s class or its nearest registered base class, if any."""
+    for cls in type(op).__mro__:
+        lowering = LOWERINGS.get(cls)
+        if lowering is not None:
+            return lowering
+    return None
 
 
 def stock_funcify_and_key(op, node=None, **kwargs) -> tuple[Callable, str | None]:
@@ -48,10 +92,13 @@ def stock_funcify_and_key(op, node=None, **kwargs) -> tuple[Callable, str | None
     return numba_funcify_and_cache_key(op, node=node, **kwargs)
 
 
-@singledispatch
 def llvm_funcify_and_cache_key(op, node=None, **kwargs) -> tuple[Callable, str | None]:
-    """Return ``(numba function, cache key or None)`` for ``op``; stock numba's when not lowered by us."""
-    return stock_funcify_and_key(op, node=node, **kwargs)
+    """Return ``(numba function, cache key or None)`` for ``node``: through its `Lowering` when it has one
+    that applies, else stock numba's."""
+    lowering = lowering_for(op)
+    if lowering is None or not lowering.applies(node):
+        return stock_funcify_and_key(op, node=node, **kwargs)
+    return cacheable(*lowering.funcify(op, node=node, **kwargs))
 
 
 def lowering_cache_key(op, **extra) -> str:
@@ -91,25 +138,19 @@ def cacheable(jitable, cache_key: str | None):
     return numba_njit(wrapper, cache=True), cache_key
 
 
-def register_lowering(op_type: type, intrinsic: Callable, when: Callable | None = None):
-    """Register ``funcify(op, node, **kwargs) -> (fn, key)`` as the lowering of ``op_type``.
+def register_lowering(op_type: type, intrinsic: Callable, when: Callable | None = None, pack_start: int | None = None):
+    """Decorator: register ``funcify(op, node, **kwargs) -> (fn, key)`` as the lowering of ``op_type``.
 
-    ``intrinsic`` is the function from ``intrinsics/`` that the lowering calls; it is recorded in
-    ``LOWERINGS`` so the table says which op is lowered by what. ``key`` must come from
-    ``lowering_cache_key`` (or be ``None`` for an uncacheable function). With ``when``, only nodes for
-    which ``when(node)`` holds are lowered by us; the others get stock's function and cache entry.
+    ``intrinsic`` is the function from ``intrinsics/`` that the lowering calls. ``key`` must come from
+    ``lowering_cache_key`` (or be ``None`` for an uncacheable function). With ``when``, only nodes for which
+    ``when(node)`` holds are lowered by us (its docstring's first line says which, in ``llvm-backend
+    lowerings``); the others get stock's function and cache entry. ``pack_start``: see `Lowering`.
     """
 
     def decorator(funcify):
-        LOWERINGS[op_type] = intrinsic
-
-        @wraps(funcify)
-        def funcify_and_cache(op, node=None, **kwargs):
-            if when is not None and not when(node):
-                return stock_funcify_and_key(op, node=node, **kwargs)
-            return cacheable(*funcify(op, node=node, **kwargs))
-
-        llvm_funcify_and_cache_key.register(op_type)(funcify_and_cache)
+        if op_type in LOWERINGS:
+            raise ValueError(f"{op_type.__name__} already has a lowering: {LOWERINGS[op_type].funcify.__qualname__}")
+        LOWERINGS[op_type] = Lowering(op_type, intrinsic, funcify, when, pack_start)
         return funcify
 
     return decorator

@@ -1,17 +1,20 @@
 """The LLVM linker: PyTensor's Numba linker, with every node lowered through our dispatch and the graph
 function written by ``llvm_backend.codegen`` so that its IR grows linearly with the graph's width."""
 
+from typing import NamedTuple
+
 from pytensor import config
 from pytensor.link.numba.cache import compile_numba_function_src
 from pytensor.link.numba.dispatch.basic import numba_njit
 from pytensor.link.numba.linker import NumbaLinker
+from pytensor.link.utils import raise_with_op
 
 from intrinsics.argpack import ArrayPack, pack_of
 from intrinsics.tuples import flatten_tuple
 from llvm_backend.codegen import GraphSource, PackParam, graph_cache_key, graph_source
 from llvm_backend.dispatch import CODEGEN_VERSION, llvm_funcify_and_cache_key
 
-__all__ = ["REWRITE_TAG", "LLVMLinker", "ListedOutputs", "PackCell"]
+__all__ = ["REWRITE_TAG", "ConvertedGraph", "LLVMLinker", "ListedOutputs", "PackCell"]
 
 REWRITE_TAG = "llvm_backend"
 """The tag of our rewrites in PyTensor's ``optdb``; only the LLVM mode requests it."""
@@ -76,18 +79,27 @@ def graph_entry(graph: GraphSource, n_inputs: int, graph_fn):
     return numba_njit(compile_numba_function_src(source, "llvm_graph_entry", global_env=env), final_function=True)
 
 
+class ConvertedGraph(NamedTuple):
+    """What `LLVMLinker.fgraph_convert` hands to ``jit_compile``: the graph function's source (`GraphSource`),
+    its Python function and its cache key (None when some node is uncacheable)."""
+
+    graph: GraphSource
+    py_fn: object
+    cache_key: str | None
+
+
 class LLVMLinker(NumbaLinker):
     """A `NumbaLinker` whose nodes are lowered by ``llvm_funcify_and_cache_key``.
 
-    The graph function's parameters (``graph``) are the inputs it takes directly, its array packs (a
+    The graph function's parameters (``GraphSource``) are the inputs it takes directly, its array packs (a
     `PackCell` each) and the constants numba could only embed as dynamic globals, which are passed as
-    trailing arguments so the function stays cacheable on disk.
+    trailing arguments so the function stays cacheable on disk. The thunk it makes carries the graph
+    function (``graph_fn``) and its `GraphSource` (``graph_source``), and PyTensor exposes both on ``fn.vm``.
     """
 
     required_rewrites = (*NumbaLinker.required_rewrites, REWRITE_TAG)
-    graph: GraphSource | None = None
 
-    def fgraph_convert(self, fgraph, storage_map=None, **kwargs):
+    def fgraph_convert(self, fgraph, storage_map=None, **kwargs) -> ConvertedGraph:
         # One function per distinct OpFromGraph in the graph and in the inner graphs it compiles, as stock's
         # conversion of a FunctionGraph shares them.
         ofg_memo = {}
@@ -97,38 +109,54 @@ class LLVMLinker(NumbaLinker):
 
         graph = graph_source(fgraph, convert_node)
         key = graph_cache_key(graph, (REWRITE_TAG, CODEGEN_VERSION, config.numba__fastmath))
-        self.graph = graph
         py_fn = compile_numba_function_src(
             graph.source,
             graph.name,
             global_env=graph.global_env,
             cache_key=key if config.numba__cache else None,
         )
-        return py_fn, key
+        return ConvertedGraph(graph, py_fn, key)
 
-    def jit_compile(self, fn_and_key):
-        py_fn, key = fn_and_key
+    def jit_compile(self, converted: ConvertedGraph):
         # PyTensor calls the function through its CPython wrapper only; the C-callable wrapper
         # numba would also build is unused, and for wide signatures it costs as much as the kernel.
         dispatcher = numba_njit(
-            py_fn,
+            converted.py_fn,
             final_function=True,
             no_cfunc_wrapper=True,
-            cache=key is not None and config.numba__cache,
+            cache=converted.cache_key is not None and config.numba__cache,
         )
-        return ListedOutputs(dispatcher, self.graph) if self.graph.output_lists else dispatcher
+        return ListedOutputs(dispatcher, converted.graph) if converted.graph.output_lists else dispatcher
+
+    def graph_arguments(self, graph: GraphSource, storage_map) -> list:
+        """The thunk's inputs: the storage cells of the graph function's parameters, a `PackCell` per pack."""
+        cells = [*self.create_thunk_inputs(storage_map), *([value] for _, value in graph.constant_params)]
+        return graph.arguments(cells, pack=PackCell)
 
     def create_jitable_thunk(self, compute_map, order, input_storage, output_storage, storage_map):
-        """Stock's thunk, which calls the graph function (also its ``graph_fn``) with its packs and constant
-        parameters; the ``jit_fn`` handed out is `graph_entry`'s, which takes the graph's inputs as stock's
-        does."""
-        thunks, output_nodes, graph_fn = super().create_jitable_thunk(
-            compute_map, order, input_storage, output_storage, storage_map
+        """Stock's thunk (`JITLinker.create_jitable_thunk`), with the converted graph handed from step to step:
+        it calls the graph function with its packs and constant parameters; the ``jit_fn`` handed out is
+        `graph_entry`'s, which takes the graph's inputs as stock's does."""
+        fgraph = self.fgraph
+        output_nodes = [o.owner for o in fgraph.outputs if o.owner is not None][:1]
+        converted = self.fgraph_convert(
+            fgraph, order=order, input_storage=input_storage, output_storage=output_storage, storage_map=storage_map
         )
-        [thunk] = thunks
-        thunk.graph_fn = graph_fn
-        return thunks, output_nodes, graph_entry(self.graph, len(self.fgraph.inputs), graph_fn)
+        thunk_inputs = self.graph_arguments(converted.graph, storage_map)
+        thunk_outputs = [storage_map[var] for var in fgraph.outputs]
+        graph_fn = self.jit_compile(converted)
 
-    def create_thunk_inputs(self, storage_map):
-        cells = [*super().create_thunk_inputs(storage_map), *([value] for _, value in self.graph.constant_params)]
-        return self.graph.arguments(cells, pack=PackCell)
+        def thunk(graph_fn=graph_fn, thunk_inputs=thunk_inputs, thunk_outputs=thunk_outputs):
+            try:
+                outputs = graph_fn(*(x[0] for x in thunk_inputs))
+            except Exception:
+                raise_with_op(fgraph, output_nodes[0], thunk)
+            for o_storage, o_val in zip(thunk_outputs, outputs):
+                o_storage[0] = o_val
+
+        thunk.inputs = thunk_inputs
+        thunk.outputs = thunk_outputs
+        thunk.lazy = False
+        thunk.graph_fn = graph_fn
+        thunk.graph_source = converted.graph
+        return [thunk], output_nodes, graph_entry(converted.graph, len(fgraph.inputs), graph_fn)

@@ -10,9 +10,9 @@ from pytensor.graph.rewriting.basic import in2out
 from pytensor.graph.rewriting.db import RewriteDatabaseQuery, SequenceDB
 
 from llvm_backend import rewrite_cache
-from llvm_backend.hoist import hoist_invariants
 from llvm_backend.linker import REWRITE_TAG, LLVMLinker
-from llvm_backend.supervisor import use_indexed_supervisor
+from llvm_backend.rewrites.hoist import hoist_invariants
+from llvm_backend.rewrites.supervisor import use_indexed_supervisor
 
 __all__ = ["LINKER_NAME", "LLVM", "MODE_NAME", "llvm_rewrites", "register"]
 

@@ -16,10 +16,9 @@ from pytensor.tensor.basic import Join, MakeVector
 from pytensor.tensor.rewriting.scalarize import ScalarizedJoin
 
 from intrinsics.join import linear_join
-from llvm_backend.codegen import MAX_ITEMS
-from llvm_backend.dispatch import lowering_cache_key, register_lowering
+from llvm_backend.dispatch import MAX_ITEMS, lowering_cache_key, register_lowering
 
-__all__ = ["lower_join", "lower_make_vector", "lower_scalarized_join"]
+__all__ = ["lower_join", "lower_make_vector", "lower_scalarized_join", "wider_than_a_call"]
 
 
 def _joiner(axis: int, out_dtype: np.dtype):
@@ -30,13 +29,13 @@ def _joiner(axis: int, out_dtype: np.dtype):
     return join
 
 
-@register_lowering(Join, linear_join)
+@register_lowering(Join, linear_join, pack_start=0)
 def lower_join(op, node, **kwargs):
     out_dtype = np.dtype(node.outputs[0].dtype)
     return _joiner(op.axis, out_dtype), lowering_cache_key(op, out_dtype=str(out_dtype))
 
 
-@register_lowering(ScalarizedJoin, linear_join)
+@register_lowering(ScalarizedJoin, linear_join, pack_start=0)
 def lower_scalarized_join(op, node, **kwargs):
     """PyTensor's 1-d join whose entries are vectors or ``ScalarType`` values (each one element)."""
     out_dtype = np.dtype(node.outputs[0].dtype)
@@ -46,7 +45,12 @@ def lower_scalarized_join(op, node, **kwargs):
     return _joiner(0, out_dtype), lowering_cache_key(op, out_dtype=str(out_dtype), entries=entries)
 
 
-@register_lowering(MakeVector, linear_join, when=lambda node: len(node.inputs) > MAX_ITEMS)
+def wider_than_a_call(node) -> bool:
+    """more than 30 (MAX_ITEMS) inputs"""
+    return len(node.inputs) > MAX_ITEMS
+
+
+@register_lowering(MakeVector, linear_join, when=wider_than_a_call, pack_start=0)
 def lower_make_vector(op, node, **kwargs):
     """A wide ``MakeVector(x0, ..., xn)`` as ``linear_join(0, (x0, ..., xn), dtype)``, which also takes the
     entries as one pack. Up to ``MAX_ITEMS`` entries, stock's function (it has no wide-tuple problem there)."""

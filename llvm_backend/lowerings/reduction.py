@@ -47,6 +47,7 @@ def _dtypes(careduce: CAReduce, node) -> tuple[np.dtype, np.dtype, np.dtype]:
 
 
 def uses_full_reduce(node) -> bool:
+    """a Sum, Prod, Max, Min, All, Any or bitwise reduction of dtypes full_reduce takes"""
     careduce = _careduce(node.op)
     name = REDUCTION_OPS.get(type(careduce.scalar_op))
     if name is None:

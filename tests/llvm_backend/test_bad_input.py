@@ -6,7 +6,7 @@ import pytensor.tensor as pt
 import pytest
 
 import llvm_backend  # noqa: F401
-from llvm_backend.testing import PY_MODE, assert_same_result
+from llvm_backend.tools.testing import PY_MODE, assert_same_result
 
 MODES = ["NUMBA", "LLVM"]
 

@@ -2,15 +2,15 @@ import json
 
 import numpy as np
 import pytest
+from llvm_backend_bench.cases import CASES, MODES, QUICK_CASES, REFERENCE, select_cases
+from llvm_backend_bench.plots import COMPILE_PLOT, PER_CALL_PLOT, compile_time_plot, per_call_plot
+from llvm_backend_bench.run import BenchRun, format_bench_table
 
 import llvm_backend  # noqa: F401
-from bench.cases import CASES, MODES, QUICK_CASES, REFERENCE, select_cases
-from bench.plots import COMPILE_PLOT, PER_CALL_PLOT, compile_time_plot, per_call_plot
-from bench.run import BenchRun, format_bench_table
-from llvm_backend.cli import main
-from llvm_backend.graphs import join_arrays, logp_grad, reduction, scalar_index
-from llvm_backend.report import FUNCTION_CALL, NUMBA_CALL, Measurement
-from llvm_backend.testing import PY_MODE, compare_llvm_numba_and_py
+from llvm_backend.tools.cli import main
+from llvm_backend.tools.graphs import join_arrays, logp_grad, reduction, scalar_index
+from llvm_backend.tools.measurements import FUNCTION_CALL, NUMBA_CALL, Measurement
+from llvm_backend.tools.testing import PY_MODE, compare_llvm_numba_and_py
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 # One case per reference shape; the larger joins differ only in their number of inputs.
@@ -147,7 +147,7 @@ def test_quick_bench_writes_table_json_and_plots(tmp_path, capsys):
 
 
 def test_a_run_of_some_modes_measures_only_those():
-    from bench.run import run_bench
+    from llvm_backend_bench.run import run_bench
 
     run = run_bench([CASES["index/x3"]], quick=True, progress=lambda _: None, modes=("LLVM", "CVM"))
     assert sorted({r.mode for r in run.results}) == ["CVM", "LLVM"]

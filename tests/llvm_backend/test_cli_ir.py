@@ -1,6 +1,6 @@
 import pytest
 
-from llvm_backend.cli import main
+from llvm_backend.tools.cli import main
 
 USER_FILE = """
 import pytensor.tensor as pt
@@ -68,7 +68,7 @@ def test_diff_names_both_modes(capsys, user_file):
 
 
 def test_diff_with_stats_puts_modes_side_by_side(capsys):
-    code, out, _ = run(capsys, "llvm_backend.graphs:scalar_index", "--stats", "--kernel-only", "--diff", "NUMBA")
+    code, out, _ = run(capsys, "llvm_backend.tools.graphs:scalar_index", "--stats", "--kernel-only", "--diff", "NUMBA")
     assert code == 0
     assert out.splitlines()[0] == "| llvm-opt IR, kernel function | LLVM | NUMBA |"
 

@@ -9,9 +9,10 @@ import pytensor.tensor as pt
 import pytest
 
 import llvm_backend  # noqa: F401
-from llvm_backend.codegen import MAX_ITEMS, call_source, tuple_source
-from llvm_backend.measure import uncached_kernel, unoptimized_ir_size
-from llvm_backend.testing import compare_llvm_numba_and_py
+from llvm_backend.codegen import call_source, tuple_source
+from llvm_backend.dispatch import MAX_ITEMS
+from llvm_backend.tools.measure import uncached_kernel, unoptimized_ir_size
+from llvm_backend.tools.testing import compare_llvm_numba_and_py
 
 
 def _widest_display(source: str) -> int:
@@ -83,7 +84,7 @@ def test_constants_numba_cannot_embed_become_arguments(monkeypatch, rewrite_cach
     out = sum(c * x[i] for i, c in enumerate(columns)), pt.exp(pt.constant(large) * x[0]).sum()
     fn, result = compare_llvm_numba_and_py([x], list(out), [np.arange(4.0)])
     np.testing.assert_allclose(result[0], design @ np.arange(4.0))
-    [(_, value)] = fn.maker.linker.graph.constant_params
+    [(_, value)] = fn.vm.graph_source.constant_params
     assert value.nbytes == large.nbytes
 
 
@@ -111,7 +112,7 @@ def test_wide_graphs_with_mixed_inputs_and_outputs_pack_and_list_them(n):
     vs, values = _mixed_inputs(n)
     outs = [v * 2 for v in vs] + [vs[0], vs[3], vs[0] * 2]
     fn, _ = compare_llvm_numba_and_py(vs, outs, values)
-    graph = fn.maker.linker.graph
+    graph = fn.vm.graph_source
     assert {str(p.numba_type.array_type) for p in graph.packs} >= {"array(float64, 1d, A)", "array(int32, 1d, A)"}
     assert len(graph.output_lists) >= 3
     assert sorted(graph.direct_outputs + [i for listed in graph.output_lists for i in listed]) == list(range(len(outs)))
@@ -127,7 +128,7 @@ def test_joins_of_input_slices_and_of_intermediates():
     fn, results = compare_llvm_numba_and_py(xs, outs, values)
     # All three take their arrays as one pack: the first items 5..44 of the input pack (a view of its
     # table), the others a table built in the frame, of intermediates and of pack items in reverse order.
-    joins = [call for call in fn.maker.linker.graph.plan.calls if call.pack_from is not None]
+    joins = [call for call in fn.vm.graph_source.plan.calls if call.pack_from is not None]
     assert sorted(len(call.arguments) - call.pack_from for call in joins) == [35, 40, 40]
     np.testing.assert_array_equal(results[0], np.concatenate(values[5:45]))
 
@@ -166,7 +167,7 @@ def test_wrapper_and_signatures_do_not_grow_with_packed_inputs():
 def test_nodes_with_one_cache_key_share_one_function():
     xs, values = _vectors(5)
     fn, _ = compare_llvm_numba_and_py(xs, [x * 2 for x in xs], values)
-    graph = fn.maker.linker.graph
+    graph = fn.vm.graph_source
     assert len(graph.plan.calls) == 5
     assert len({call.function for call in graph.plan.calls}) == 1
 
@@ -195,13 +196,13 @@ def test_equal_op_from_graphs_are_converted_once(monkeypatch):
 
 @pytest.mark.parametrize("cache", [True, False], ids=["cache-on", "cache-off"])
 def test_node_functions_are_shared_with_the_cache_on_or_off(cache):
-    from llvm_backend.graphs import times_two
+    from llvm_backend.tools.graphs import times_two
 
     graph = times_two(5)
     with pytensor.config.change_flags(numba__cache=cache):
         fn = pytensor.function(graph.inputs, graph.outputs, mode="LLVM")
         results = fn(*graph.values)
-    functions = {id(call.function) for call in fn.maker.linker.graph.plan.calls}
-    assert len(fn.maker.linker.graph.plan.calls) == 5 and len(functions) == 1
+    functions = {id(call.function) for call in fn.vm.graph_source.plan.calls}
+    assert len(fn.vm.graph_source.plan.calls) == 5 and len(functions) == 1
     for got, value in zip(results, graph.values, strict=True):
         np.testing.assert_array_equal(got, value * 2)

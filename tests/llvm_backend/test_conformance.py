@@ -16,17 +16,17 @@ import pytest
 from pytensor.compile.mode import get_mode
 from pytensor.link.numba.linker import NumbaLinker
 
-from llvm_backend.conformance.junit import count, read_outcomes
-from llvm_backend.conformance.plugin import stock_equivalent
-from llvm_backend.conformance.runner import import_path, main, regressions, table
-from llvm_backend.conformance.suite import (
+from llvm_backend.linker import REWRITE_TAG, LLVMLinker
+from llvm_backend.tools.conformance.junit import count, read_outcomes
+from llvm_backend.tools.conformance.plugin import stock_equivalent
+from llvm_backend.tools.conformance.runner import import_path, main, regressions, table
+from llvm_backend.tools.conformance.suite import (
     MissingTag,
     extract_suite,
     missing_tag,
     pytest_ini,
     suite_environment,
 )
-from llvm_backend.linker import REWRITE_TAG, LLVMLinker
 
 TAG = "rel-0.0.0"
 
@@ -162,7 +162,7 @@ def repo(tmp_path_factory) -> Path:
 
 def run_plugin(tree: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
     """pytest with the plugin in ``--llvm-mode`` on the synthetic suite in ``tree``."""
-    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "llvm_backend.conformance.plugin"]
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "llvm_backend.tools.conformance.plugin"]
     return subprocess.run([*command, "--llvm-mode", *args], cwd=tree, env=env, capture_output=True, text=True)
 
 

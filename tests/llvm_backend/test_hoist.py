@@ -13,9 +13,9 @@ from pytensor.tensor.rewriting.fused_elemwise import FusedElemwise
 from pytensor.tensor.rewriting.scalarize import ScalarizedElemwise
 
 import llvm_backend  # noqa: F401
-from llvm_backend.graphs import logp_grad
-from llvm_backend.hoist import split_invariant
-from llvm_backend.testing import compare_llvm_numba_and_py
+from llvm_backend.rewrites.hoist import split_invariant
+from llvm_backend.tools.graphs import logp_grad
+from llvm_backend.tools.testing import compare_llvm_numba_and_py
 
 
 def _loops(fn):

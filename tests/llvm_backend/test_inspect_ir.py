@@ -4,7 +4,7 @@ import pytensor.tensor as pt
 import pytest
 
 import llvm_backend  # noqa: F401
-from llvm_backend.inspect_ir import (
+from llvm_backend.tools.inspect_ir import (
     Inspection,
     InspectionError,
     IRStats,
@@ -189,7 +189,7 @@ def test_stats_need_an_ir_stage(doubled):
 def test_targets_load_from_names_modules_and_files(tmp_path):
     inputs, outputs = load_target("full_reduction")
     assert [i.name for i in inputs] == ["x"] and len(outputs) == 1
-    inputs, _ = load_target("llvm_backend.graphs:scalar_index")
+    inputs, _ = load_target("llvm_backend.tools.graphs:scalar_index")
     assert [i.name for i in inputs] == ["x"]
     path = tmp_path / "model.py"
     path.write_text("import pytensor.tensor as pt\n\ndef build():\n    y = pt.dscalar('y')\n    return [y], [y + 1]\n")

@@ -11,8 +11,8 @@ import pytest
 from numba.core.registry import CPUDispatcher
 
 import llvm_backend  # noqa: F401
-from llvm_backend.codegen import MAX_ITEMS
-from llvm_backend.testing import PY_MODE, assert_same_result
+from llvm_backend.dispatch import MAX_ITEMS
+from llvm_backend.tools.testing import PY_MODE, assert_same_result
 
 LARGE = np.linspace(0.0, 1.0, 200_000)
 """Over numba's 1 MB limit for embedded constants: a parameter of our graph function."""
@@ -63,7 +63,7 @@ def test_jit_fn_of_240_inputs_matches_the_py_linker():
     values = [np.arange(2.0) * k for k in range(240)]
     outputs = [pt.concatenate(xs).sum(), xs[7] * 2]
     fn = pytensor.function(xs, outputs, mode="LLVM")
-    assert fn.maker.linker.graph.packs
+    assert fn.vm.graph_source.packs
     want = pytensor.function(xs, outputs, mode=PY_MODE)(*values)
     for got in (fn.vm.jit_fn(*values), _nopython_caller(240)(fn.vm.jit_fn, *values)):
         for a, b in zip(got, want, strict=True):
@@ -84,5 +84,5 @@ def test_jit_fn_inside_a_cfunc_as_nutpie_calls_it():
 def test_jit_fn_is_the_graph_function_when_nothing_is_hidden():
     x = pt.dvector("x")
     fn = pytensor.function([x], [pt.exp(x).sum()], mode="LLVM")
-    assert not fn.maker.linker.graph.hides_arguments
+    assert not fn.vm.graph_source.hides_arguments
     assert fn.vm.jit_fn.py_func.__name__ == "llvm_graph_fn"

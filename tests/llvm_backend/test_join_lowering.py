@@ -9,12 +9,12 @@ from pytensor.tensor.rewriting.scalarize import ScalarizedJoin
 
 import llvm_backend
 from intrinsics.join import linear_join
-from llvm_backend.codegen import MAX_ITEMS
-from llvm_backend.testing import compare_llvm_numba_and_py
+from llvm_backend.dispatch import MAX_ITEMS
+from llvm_backend.tools.testing import compare_llvm_numba_and_py
 
 
 def test_join_is_lowered_by_linear_join():
-    assert llvm_backend.LOWERINGS[Join] is linear_join
+    assert llvm_backend.LOWERINGS[Join].intrinsic is linear_join
 
 
 @pytest.mark.parametrize("axis", [0, 1, 2, -1, -2, -3])
@@ -65,7 +65,7 @@ def test_packed_join_keeps_its_first_entry(dtype):
     inputs = [pt.vector(f"x{k}", dtype=dtype) for k in range(MAX_ITEMS + 2)]
     values = [np.arange(k, k + 3).astype(dtype) for k in range(len(inputs))]
     fn, out = compare_llvm_numba_and_py(inputs, pt.join(0, *inputs), values)
-    joins = [call for call in fn.maker.linker.graph.plan.calls if isinstance(call.label.op, Join)]
+    joins = [call for call in fn.vm.graph_source.plan.calls if isinstance(call.label.op, Join)]
     assert [call.pack_from for call in joins] == [0]
     np.testing.assert_array_equal(out, np.concatenate(values))
 
@@ -110,5 +110,5 @@ def test_make_vector_of_many_scalars(n, dtype):
     fn, result = compare_llvm_numba_and_py(scalars, [pt.stack(scalars), pt.stack([s * 2 for s in scalars])], values)
     np.testing.assert_array_equal(result[0], np.arange(n, dtype=dtype) - 3)
     # Wide, the graph's inputs come as one pack, which the MakeVector of all of them takes as its argument.
-    make_vectors = [call for call in fn.maker.linker.graph.plan.calls if isinstance(call.label.op, MakeVector)]
+    make_vectors = [call for call in fn.vm.graph_source.plan.calls if isinstance(call.label.op, MakeVector)]
     assert [call.pack_from for call in make_vectors] == ([0] if n > MAX_ITEMS else [None] * len(make_vectors))

@@ -4,7 +4,7 @@ import pytensor.tensor as pt
 import pytest
 
 import llvm_backend  # noqa: F401
-from llvm_backend.measure import (
+from llvm_backend.tools.measure import (
     allocations_per_call,
     kernel_instruction_count,
     kernel_ir,

@@ -12,8 +12,8 @@ from pytensor.link.numba.linker import NumbaLinker
 import llvm_backend
 from llvm_backend.linker import REWRITE_TAG, LLVMLinker
 from llvm_backend.mode import REWRITES_NAME, SUPERVISOR_NAME
-from llvm_backend.supervisor import use_indexed_supervisor
-from llvm_backend.testing import compare_llvm_numba_and_py
+from llvm_backend.rewrites.supervisor import use_indexed_supervisor
+from llvm_backend.tools.testing import compare_llvm_numba_and_py
 
 
 def test_mode_is_registered_under_any_case():

@@ -3,12 +3,12 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from llvm_backend_bench.run import COLUMNS as BENCH_COLUMNS
 
-from bench.run import COLUMNS as BENCH_COLUMNS
-from llvm_backend.cli import main
-from llvm_backend.coldcompile import cold_call, cold_compile_seconds
-from llvm_backend.graphs import GRAPHS, concatenate
-from llvm_backend.report import (
+from llvm_backend.tools.cli import main
+from llvm_backend.tools.coldcompile import cold_call, cold_compile_seconds
+from llvm_backend.tools.graphs import GRAPHS, concatenate
+from llvm_backend.tools.measurements import (
     FUNCTION_CALL,
     NUMBA_CALL,
     Measurement,
@@ -17,7 +17,7 @@ from llvm_backend.report import (
     format_table,
     measure_runners,
 )
-from llvm_backend.testing import compare_llvm_numba_and_py
+from llvm_backend.tools.testing import compare_llvm_numba_and_py
 
 
 @pytest.mark.parametrize("name", list(GRAPHS))
@@ -67,7 +67,7 @@ def test_table_shows_missing_values_as_dashes():
 
 def test_cold_call_reports_failures():
     with pytest.raises(RuntimeError, match=r"cold compile of llvm_backend\.graphs:no_such_function"):
-        cold_call("llvm_backend.graphs:no_such_function")
+        cold_call("llvm_backend.tools.graphs:no_such_function")
 
 
 def test_runners_of_numba_and_other_modes():
@@ -96,7 +96,7 @@ def test_llvm_runner_calls_as_the_thunk_does_building_packs():
 
 
 def test_a_warm_cold_call_reuses_the_caches_of_the_first():
-    measured = cold_call("bench.cases:cold_compile_job", "index/x3", "LLVM", warm=True)
+    measured = cold_call("llvm_backend_bench.cases:cold_compile_job", "index/x3", "LLVM", warm=True)
     assert measured["seconds"] > 0 and measured["warm_seconds"] > 0
     # The second process loads the graph from the on-disk cache: numba emits (almost) no IR there.
     assert measured["warm_unoptimized_ir_instructions"] < measured["unoptimized_ir_instructions"] / 10

@@ -27,14 +27,14 @@ from llvm_backend import graphs, rewrite_cache
 from llvm_backend.linker import LLVMLinker
 from llvm_backend.mode import LLVM
 from llvm_backend.rewrite_cache import CachedRewriter, RewriteCache, Uncacheable, rewriter_fingerprint
-from llvm_backend.testing import compare_llvm_numba_and_py
+from llvm_backend.tools.testing import compare_llvm_numba_and_py
 
 
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
     """A fresh, empty cache for the LLVM mode."""
     fresh = RewriteCache(tmp_path / "rewrites")
-    monkeypatch.setattr(rewrite_cache, "DEFAULT", fresh)
+    monkeypatch.setattr(rewrite_cache.store, "DEFAULT", fresh)
     monkeypatch.delenv("LLVM_BACKEND_REWRITE_CACHE", raising=False)
     return fresh
 
@@ -253,7 +253,7 @@ def test_an_entry_that_does_not_fit_the_graph_is_not_used(cache, caplog):
 @pytest.mark.parametrize("bound", ["entries", "bytes"])
 def test_least_recently_used_entries_go_first(tmp_path, monkeypatch, bound):
     small = RewriteCache(tmp_path, max_entries=2) if bound == "entries" else RewriteCache(tmp_path)
-    monkeypatch.setattr(rewrite_cache, "DEFAULT", small)
+    monkeypatch.setattr(rewrite_cache.store, "DEFAULT", small)
     x = pt.dvector("x")
     pytensor.function([x], pt.exp(x), mode="LLVM")
     (oldest,) = small.entries()
@@ -268,10 +268,10 @@ def test_least_recently_used_entries_go_first(tmp_path, monkeypatch, bound):
 
 
 def test_a_graph_over_the_byte_bound_is_not_stored(tmp_path, monkeypatch):
-    monkeypatch.setattr(rewrite_cache, "DEFAULT", RewriteCache(tmp_path, max_bytes=100))
+    monkeypatch.setattr(rewrite_cache.store, "DEFAULT", RewriteCache(tmp_path, max_bytes=100))
     x = pt.dvector("x")
     f, outcome = _outcomes_of(lambda: pytensor.function([x], pt.exp(x).sum(), mode="LLVM"))
-    assert outcome == {"not stored": 1} and rewrite_cache.DEFAULT.entries() == []
+    assert outcome == {"not stored": 1} and rewrite_cache.store.DEFAULT.entries() == []
     assert f(np.zeros(2)) == 2.0
 
 
@@ -313,7 +313,7 @@ def test_stock_modes_get_pytensors_own_rewriters(name):
 
 
 def test_cli_reports_and_clears(cache, capsys):
-    from llvm_backend.cli import main
+    from llvm_backend.tools.cli import main
 
     x = pt.dvector("x")
     pytensor.function([x], pt.exp(x), mode="LLVM")

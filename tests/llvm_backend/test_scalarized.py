@@ -25,10 +25,10 @@ from pytensor.tensor.rewriting.scalarize import (
 )
 
 import llvm_backend  # noqa: F401
-from llvm_backend.graphs import logp_grad
 from llvm_backend.lowerings.reduction import uses_full_reduce
-from llvm_backend.measure import allocations_per_call, uncached_kernel
-from llvm_backend.testing import PY_MODE, assert_same_result, compare_llvm_numba_and_py
+from llvm_backend.tools.graphs import logp_grad
+from llvm_backend.tools.measure import allocations_per_call, uncached_kernel
+from llvm_backend.tools.testing import PY_MODE, assert_same_result, compare_llvm_numba_and_py
 
 SCALARIZE_OPS = (ScalarCAReduce, ScalarSubtensor, ScalarizedJoin, ScalarizedElemwise)
 

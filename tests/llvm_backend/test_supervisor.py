@@ -17,8 +17,8 @@ from pytensor.tensor.elemwise import Elemwise
 import llvm_backend  # noqa: F401
 from llvm_backend import graphs, rewrite_cache
 from llvm_backend.mode import SUPERVISOR_NAME
-from llvm_backend.supervisor import IndexedSupervisor
-from llvm_backend.testing import compare_llvm_numba_and_py
+from llvm_backend.rewrites.supervisor import IndexedSupervisor
+from llvm_backend.tools.testing import compare_llvm_numba_and_py
 
 # The LLVM mode as it would be without the indexed supervisor.
 STOCK_SUPERVISOR = get_mode("LLVM").excluding(SUPERVISOR_NAME)
@@ -128,7 +128,7 @@ def test_the_llvm_mode_supervises_with_the_index(no_rewrite_cache, stock_checks)
 
 
 def test_through_the_rewrite_cache(tmp_path, monkeypatch):
-    monkeypatch.setattr(rewrite_cache, "DEFAULT", rewrite_cache.RewriteCache(tmp_path / "rewrites"))
+    monkeypatch.setattr(rewrite_cache.store, "DEFAULT", rewrite_cache.RewriteCache(tmp_path / "rewrites"))
     monkeypatch.delenv("LLVM_BACKEND_REWRITE_CACHE", raising=False)
     graph = graphs.regression(n_cols=4, n_obs=20, n_groups=2)  # strided constants: the stored copy is installed
     for outcome in ("stored", "hit"):

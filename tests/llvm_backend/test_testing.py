@@ -3,7 +3,7 @@ import pytensor.tensor as pt
 import pytest
 
 import llvm_backend  # noqa: F401
-from llvm_backend.testing import assert_same_result, compare_llvm_numba_and_py
+from llvm_backend.tools.testing import assert_same_result, compare_llvm_numba_and_py
 
 
 def test_same_result_accepts_equal_values_and_nan():

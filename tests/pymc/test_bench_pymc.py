@@ -4,13 +4,13 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from llvm_backend_bench.cases import CASES, MODES
+from llvm_backend_bench.pymc_models import MODELS, logp_dlogp_graph, pymc_compile
+from llvm_backend_bench.run import format_bench_table, run_bench
 
 import llvm_backend  # noqa: F401
-from bench.cases import CASES, MODES
-from bench.pymc_models import MODELS, logp_dlogp_graph, pymc_compile
-from bench.run import format_bench_table, run_bench
-from llvm_backend.coldcompile import cold_call
-from llvm_backend.testing import assert_same_result
+from llvm_backend.tools.coldcompile import cold_call
+from llvm_backend.tools.testing import assert_same_result
 
 
 @pytest.mark.parametrize("name", list(MODELS))
@@ -39,7 +39,7 @@ def test_a_case_whose_extra_is_missing_is_skipped_with_a_message():
 
 
 def test_nutpie_end_to_end_under_llvm():
-    measured = cold_call("bench.pymc_models:nutpie_job", "eight_schools", "LLVM", warm=True)
+    measured = cold_call("llvm_backend_bench.pymc_models:nutpie_job", "eight_schools", "LLVM", warm=True)
     assert measured["compile_s"] > 0 and measured["sample_s"] > 0 and measured["warm_compile_s"] > 0
     assert 0 < measured["us_per_gradient"] < measured["sample_s"] * 1e6
     assert np.isclose(measured["seconds"], measured["compile_s"] + measured["sample_s"], rtol=0.05)

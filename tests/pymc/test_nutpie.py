@@ -4,14 +4,14 @@ import numpy as np
 import nutpie
 import pymc as pm
 import pytest
+from llvm_backend_bench.pymc_models import eight_schools
 from pytensor.compile.mode import get_mode, predefined_modes
 
 import llvm_backend
 import llvm_backend.nutpie
-from bench.pymc_models import eight_schools
 from llvm_backend import rewrite_cache
 from llvm_backend.linker import LLVMLinker
-from llvm_backend.testing import assert_same_result
+from llvm_backend.tools.testing import assert_same_result
 
 
 def separate_scalars(n=41):
@@ -108,7 +108,7 @@ def test_pm_sample_with_nutpie_under_numba_is_llvm():
 
 def test_pm_sample_with_the_llvm_mode_goes_through_the_rewrite_cache(tmp_path, monkeypatch):
     # PyMC's own NUTS: with nutpie installed, pm.sample picks nutpie, which ignores compile_kwargs.
-    monkeypatch.setattr(rewrite_cache, "DEFAULT", rewrite_cache.RewriteCache(tmp_path / "rewrites"))
+    monkeypatch.setattr(rewrite_cache.store, "DEFAULT", rewrite_cache.RewriteCache(tmp_path / "rewrites"))
     monkeypatch.delenv("LLVM_BACKEND_REWRITE_CACHE", raising=False)
     before = sum(rewrite_cache.outcomes[k] for k in ("stored", "hit"))
     model = eight_schools()
@@ -125,4 +125,4 @@ def test_pm_sample_with_the_llvm_mode_goes_through_the_rewrite_cache(tmp_path, m
     )
     assert idata.posterior.sizes["draw"] == 10
     assert sum(rewrite_cache.outcomes[k] for k in ("stored", "hit")) > before
-    assert rewrite_cache.DEFAULT.entries()
+    assert rewrite_cache.store.DEFAULT.entries()

@@ -6,8 +6,8 @@ import pytest
 
 import llvm_backend  # noqa: F401
 from llvm_backend.linker import LLVMLinker
-from llvm_backend.supervisor import IndexedSupervisor
-from llvm_backend.testing import assert_same_result
+from llvm_backend.rewrites.supervisor import IndexedSupervisor
+from llvm_backend.tools.testing import assert_same_result
 
 
 @pytest.fixture(scope="module")

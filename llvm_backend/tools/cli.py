@@ -14,8 +14,8 @@ def _progress(message: str) -> None:
 
 def _report(args) -> int:
     import llvm_backend  # noqa: F401  (registers the LLVM mode)
-    from llvm_backend.graphs import GRAPHS
-    from llvm_backend.report import DEFAULT_MODES, as_json, format_table, run_report
+    from llvm_backend.tools.graphs import GRAPHS
+    from llvm_backend.tools.measurements import DEFAULT_MODES, as_json, format_table, run_report
 
     graphs, modes = args.graph or list(GRAPHS), args.mode or list(DEFAULT_MODES)
     results = run_report(graphs=graphs, modes=modes, progress=_progress)
@@ -27,7 +27,7 @@ def _report(args) -> int:
 
 
 def _ir_output(args, inspections: dict) -> str:
-    from llvm_backend.inspect_ir import format_diff, format_stats
+    from llvm_backend.tools.inspect_ir import format_diff, format_stats
 
     scope = "kernel function" if args.kernel_only else "whole module"
     if args.stats:
@@ -42,7 +42,7 @@ def _ir_output(args, inspections: dict) -> str:
 
 
 def _ir_notes(args) -> None:
-    from llvm_backend.inspect_ir import NUMBA_STAGES
+    from llvm_backend.tools.inspect_ir import NUMBA_STAGES
 
     if args.stage in NUMBA_STAGES:
         _progress(
@@ -60,7 +60,7 @@ def _ir(args) -> int:
     import pytensor
 
     import llvm_backend  # noqa: F401  (registers the LLVM mode)
-    from llvm_backend.inspect_ir import Inspection, InspectionError, load_target
+    from llvm_backend.tools.inspect_ir import Inspection, InspectionError, load_target
 
     try:
         if args.diff == args.mode:
@@ -77,9 +77,10 @@ def _ir(args) -> int:
 
 
 def _bench(args) -> int:
+    from llvm_backend_bench.cases import MODES, REFERENCE, select_cases
+    from llvm_backend_bench.run import format_bench_table, run_bench, write_results
+
     import llvm_backend  # noqa: F401  (registers the LLVM mode)
-    from bench.cases import MODES, REFERENCE, select_cases
-    from bench.run import format_bench_table, run_bench, write_results
 
     cases = select_cases(quick=args.quick, pattern=args.filter)
     if not cases:
@@ -100,8 +101,8 @@ def _bench(args) -> int:
 
 
 def _add_report(commands) -> None:
-    from llvm_backend.graphs import GRAPHS
-    from llvm_backend.report import DEFAULT_MODES
+    from llvm_backend.tools.graphs import GRAPHS
+    from llvm_backend.tools.measurements import DEFAULT_MODES
 
     report = commands.add_parser(
         "report",
@@ -119,7 +120,7 @@ def _add_report(commands) -> None:
 
 
 def _add_ir(commands) -> None:
-    from llvm_backend.inspect_ir import IR_STAGES, STAGES
+    from llvm_backend.tools.inspect_ir import IR_STAGES, STAGES
 
     ir = commands.add_parser("ir", help="show the graph, generated code, LLVM IR or assembly a mode compiles")
     ir.add_argument(
@@ -163,7 +164,7 @@ def _add_bench(commands) -> None:
 
 
 def _cache(args) -> int:
-    from llvm_backend.rewrite_cache import DEFAULT
+    from llvm_backend.rewrite_cache.store import DEFAULT
 
     if args.action == "clear":
         print(f"removed {DEFAULT.clear()} rewritten graphs from {DEFAULT.directory}")

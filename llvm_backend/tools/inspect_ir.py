@@ -28,8 +28,8 @@ import llvmlite.binding as llvm
 import pytensor
 from pytensor.link.numba.linker import NumbaLinker
 
-from llvm_backend.graphs import GRAPHS, Graph
-from llvm_backend.measure import Kernel, uncached_kernel
+from llvm_backend.tools.graphs import GRAPHS, Graph
+from llvm_backend.tools.measure import Kernel, uncached_kernel
 
 __all__ = [
     "IR_STAGES",
@@ -221,7 +221,7 @@ class Inspection:
         return next(text for text in self.kernel.unoptimized_modules if _defines(text, self.kernel.name))
 
     def _generated_source(self) -> str:
-        graph = getattr(self.fn.maker.linker, "graph", None)
+        graph = getattr(self.fn.vm, "graph_source", None)
         if graph is not None:
             return graph.listing()
         py_func = self.kernel.dispatcher.py_func

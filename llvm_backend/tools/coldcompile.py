@@ -1,6 +1,6 @@
 """Cold compile time of a built-in graph, measured in a fresh process with empty caches.
 
-``cold_compile_seconds(graph, mode)`` starts ``python -m llvm_backend.coldcompile GRAPH MODE`` with its
+``cold_compile_seconds(graph, mode)`` starts ``python -m llvm_backend.tools.coldcompile GRAPH MODE`` with its
 own empty ``NUMBA_CACHE_DIR`` and PyTensor ``base_compiledir``; that process builds the graph, then
 times ``pytensor.function(...)`` plus the first call (numba compiles lazily, on the first call), and
 prints the seconds as JSON. Interpreter start-up and imports are not counted.
@@ -24,7 +24,7 @@ __all__ = ["cold_call", "cold_compile_seconds"]
 
 
 def _run_fresh(arguments: list[str], what: str, timeout: float, runs: int = 1) -> list[dict]:
-    """Run ``python -m llvm_backend.coldcompile ARGUMENTS`` ``runs`` times, one process after the other,
+    """Run ``python -m llvm_backend.tools.coldcompile ARGUMENTS`` ``runs`` times, one process after the other,
     all with the same caches, empty before the first; the JSON each printed."""
     results = []
     with tempfile.TemporaryDirectory(prefix="llvm-backend-cold-") as tmp:
@@ -37,7 +37,7 @@ def _run_fresh(arguments: list[str], what: str, timeout: float, runs: int = 1) -
         }
         for _ in range(runs):
             done = subprocess.run(
-                [sys.executable, "-m", "llvm_backend.coldcompile", *arguments],
+                [sys.executable, "-m", "llvm_backend.tools.coldcompile", *arguments],
                 env=env,
                 capture_output=True,
                 text=True,
@@ -74,7 +74,7 @@ def _main(graph: str, mode: str) -> None:
     import pytensor
 
     import llvm_backend  # noqa: F401  (registers the LLVM mode)
-    from llvm_backend.graphs import GRAPHS
+    from llvm_backend.tools.graphs import GRAPHS
 
     g = GRAPHS[graph]()
     start = time.perf_counter()

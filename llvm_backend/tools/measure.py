@@ -33,6 +33,7 @@ from pytensor.link.numba.dispatch.basic import get_numba_type
 from pytensor.link.numba.linker import NumbaLinker
 
 from intrinsics.argpack import ArrayPack
+from llvm_backend.linker import ConvertedGraph
 
 __all__ = [
     "Allocations",
@@ -94,7 +95,7 @@ def prepare_inputs(fn, inputs) -> list:
     the arguments follow its graph function's parameters: direct inputs, array packs, constants.
     """
     values = input_values(fn, inputs)
-    graph = getattr(fn.maker.linker, "graph", None)
+    graph = getattr(fn.vm, "graph_source", None)
     if graph is None:
         return values
     return graph.arguments([*values, *(value for _, value in graph.constant_params)])
@@ -157,9 +158,8 @@ def uncached_kernel(fn, arg_types: tuple | None = None) -> Kernel:
         dispatcher = getattr(jitted, "dispatcher", jitted)
         if arg_types is None:
             arg_types = [get_numba_type(var.type, layout="C") for var in fn.maker.fgraph.inputs]
-            graph = getattr(linker, "graph", None)
-            if graph is not None:
-                arg_types = graph.argument_types(arg_types)
+            if isinstance(converted, ConvertedGraph):
+                arg_types = converted.graph.argument_types(arg_types)
         return compile_recording_ir(dispatcher, arg_types)
 
 

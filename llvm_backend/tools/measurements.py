@@ -17,9 +17,9 @@ from pytensor import config
 from pytensor.link.numba.linker import NumbaLinker
 
 from intrinsics.argpack import ArrayPack
-from llvm_backend.coldcompile import cold_compile_seconds
-from llvm_backend.graphs import GRAPHS, Graph
-from llvm_backend.measure import (
+from llvm_backend.tools.coldcompile import cold_compile_seconds
+from llvm_backend.tools.graphs import GRAPHS, Graph
+from llvm_backend.tools.measure import (
     Kernel,
     compile_recording_ir,
     function_instruction_count,

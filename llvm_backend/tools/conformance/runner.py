@@ -1,7 +1,7 @@
-"""``python -m llvm_backend.conformance``: PyTensor's numba suite under stock NUMBA, then under LLVM.
+"""``python -m llvm_backend.tools.conformance``: PyTensor's numba suite under stock NUMBA, then under LLVM.
 
 Both runs are pytest subprocesses in the extracted suite (its rootdir), with the same environment; the
-LLVM run adds ``-p llvm_backend.conformance.plugin --llvm-mode``. They run one after the other, echoing
+LLVM run adds ``-p llvm_backend.tools.conformance.plugin --llvm-mode``. They run one after the other, echoing
 their output, or with ``--concurrent`` at the same time (a core each; their output goes to the logs only).
 The runner prints a table of outcome counts from their JUnit reports and the tests that pass under stock
 but not under LLVM; it exits with 1 if there is any, 2 if the LLVM run did not compile through `LLVMLinker`.
@@ -19,9 +19,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from llvm_backend.conformance import SUMMARY_PREFIX
-from llvm_backend.conformance.junit import OUTCOMES, count, read_outcomes
-from llvm_backend.conformance.suite import (
+from llvm_backend.rewrite_cache.fingerprint import OWN_PACKAGES
+from llvm_backend.tools.conformance import SUMMARY_PREFIX
+from llvm_backend.tools.conformance.junit import OUTCOMES, count, read_outcomes
+from llvm_backend.tools.conformance.suite import (
     DEFAULT_REPO,
     MissingTag,
     default_cache_dir,
@@ -30,16 +31,13 @@ from llvm_backend.conformance.suite import (
     suite_environment,
 )
 
-__all__ = ["OUR_PACKAGES", "RUNS", "import_path", "main", "regressions", "table"]
-
-OUR_PACKAGES = ("llvm_backend", "intrinsics")
-"""The top-level packages of our distribution, which the LLVM run imports."""
+__all__ = ["RUNS", "import_path", "main", "regressions", "table"]
 
 SUITE = "tests/link/numba"
 
 RUNS = {
     "NUMBA": [],
-    "LLVM": ["-p", "llvm_backend.conformance.plugin", "--llvm-mode"],
+    "LLVM": ["-p", "llvm_backend.tools.conformance.plugin", "--llvm-mode"],
 }
 """Run name -> the pytest arguments that make it."""
 
@@ -49,7 +47,7 @@ REWRITES = re.compile(rf"^{re.escape(SUMMARY_PREFIX)} rewrite cache: .*$", re.MU
 
 def parse_args(argv):
     """The command line."""
-    parser = argparse.ArgumentParser(prog="python -m llvm_backend.conformance", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m llvm_backend.tools.conformance", description=__doc__)
     parser.add_argument(
         "--pytensor-repo",
         default=DEFAULT_REPO,
@@ -91,10 +89,10 @@ def resolve(tree: Path, name: str) -> str:
 
 
 def import_path(links: Path) -> str:
-    """``PYTHONPATH`` for the runs: ``links``, holding a link to each of ``OUR_PACKAGES`` and nothing else,
+    """``PYTHONPATH`` for the runs: ``links``, holding a link to each of ``OWN_PACKAGES`` and nothing else,
     then the caller's entries except those holding a ``tests`` package (our repository's would
     shadow the suite's)."""
-    for name in OUR_PACKAGES:
+    for name in OWN_PACKAGES:
         (links / name).symlink_to(Path(importlib.util.find_spec(name).origin).parent)
     inherited = os.environ.get("PYTHONPATH", "").split(os.pathsep)
     kept = [entry for entry in inherited if entry and not Path(entry, "tests", "__init__.py").exists()]

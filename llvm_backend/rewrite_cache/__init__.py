@@ -1,0 +1,55 @@
+"""A disk cache of rewritten graphs for the LLVM mode.
+
+PyTensor rewrites a graph anew in every process: seconds for a model of a few thousand nodes (a 65-parameter
+regression's logp and gradient: ~4.5 s here), paid again by every session that compiles the same model even
+when every compiled function then comes from numba's cache. `CachedRewriter` wraps the rewriter a mode's
+query resolves to: it keys the graph it is given (`graph_key`) and, when an earlier process stored the
+rewritten graph under that key, puts that graph in place instead of rewriting.
+
+The key covers what the rewritten graph depends on: every node's op and every variable's type (their
+pickled state, and their classes' package versions, or code when no distribution provides them), the
+graph's structure, names and constants' values, which inputs the function protects from in-place rewrites
+and its updates; the rewriters the query resolved to (their order, names, settings and the code of their
+functions); the PyTensor flags that steer rewriting; and the versions of Python, PyTensor, numpy, numba,
+llvmlite and of this package (the hash of its source: an editable install's version does not change with
+it). A graph holding something that cannot be keyed (an op that cannot be pickled) is rewritten as usual
+and not stored. An op whose pickled state holds a set of strings keys differently from process to process
+(string hashing varies), which costs a miss, never a wrong hit.
+
+What is stored is the rewritten graph itself, pickled; an entry that cannot be put in place is removed and
+the graph rewritten. Entries live in PyTensor's ``compiledir``
+(``llvm_backend_rewrites``), at most `MAX_ENTRIES` of them and `MAX_BYTES` in all, the least recently used
+removed first.
+``LLVM_BACKEND_REWRITE_CACHE=0`` in the environment turns the cache off; ``llvm-backend cache clear``
+empties it.
+
+It serves every compile whose rewrites include the LLVM linker's, whatever `Mode` object carries the linker
+("LLVM", modes derived from it, PyMC's ``compile``, which rebuilds a plain ``Mode`` from the mode's linker and
+query, ``Mode(linker="llvm")``): importing the package makes `cached_sequence` PyTensor's ``optdb``'s
+``seq_rewriter_type``, which wraps such a query's rewriters in a `CachedRewriter` and leaves every other
+query's as PyTensor builds them. The key includes the linker of the mode compiling the graph.
+
+The layers, one module each: ``fingerprint`` (what identifies code, classes, rewriters and flags), ``keys``
+(the key of a graph), ``install`` (a stored graph put in place), ``store`` (the files on disk) and
+``rewriter`` (`CachedRewriter` and `cached_sequence`).
+"""
+
+from llvm_backend.rewrite_cache import store
+from llvm_backend.rewrite_cache.fingerprint import rewriter_fingerprint
+from llvm_backend.rewrite_cache.keys import Uncacheable, graph_key
+from llvm_backend.rewrite_cache.rewriter import CachedRewriter, cached_sequence, enabled, outcomes
+from llvm_backend.rewrite_cache.store import MAX_BYTES, MAX_ENTRIES, RewriteCache
+
+__all__ = [
+    "MAX_BYTES",
+    "MAX_ENTRIES",
+    "CachedRewriter",
+    "RewriteCache",
+    "Uncacheable",
+    "cached_sequence",
+    "enabled",
+    "graph_key",
+    "outcomes",
+    "rewriter_fingerprint",
+    "store",
+]

@@ -1,0 +1,103 @@
+"""The rewriter wrapper: `CachedRewriter` serves a compile from the store or rewrites and stores, and
+`cached_sequence`, ``optdb``'s ``seq_rewriter_type``, puts it on every query of the LLVM linker's rewrites."""
+
+import logging
+import os
+import sys
+from collections import Counter
+
+from pytensor.graph.rewriting.basic import GraphRewriter, SequentialGraphRewriter
+
+from llvm_backend.rewrite_cache import store
+from llvm_backend.rewrite_cache.fingerprint import class_identity, digest, rewriter_fingerprint
+from llvm_backend.rewrite_cache.install import install
+from llvm_backend.rewrite_cache.keys import Uncacheable, graph_key
+from llvm_backend.rewrite_cache.store import RewriteCache
+from llvm_backend.rewrites.supervisor import use_indexed_supervisor
+
+__all__ = ["CachedRewriter", "cached_sequence", "enabled", "outcomes"]
+
+_logger = logging.getLogger(__name__)
+
+outcomes: Counter = Counter()
+"""How many graphs this process's `CachedRewriter`s found in their cache ("hit"), rewrote and stored
+("stored"), rewrote without storing ("not stored": the rewritten graph could not be pickled or put back) or
+could not key ("uncacheable")."""
+
+
+def enabled() -> bool:
+    """Whether ``LLVM_BACKEND_REWRITE_CACHE`` leaves the cache on (it is unless set to 0/false/off/no)."""
+    return os.environ.get("LLVM_BACKEND_REWRITE_CACHE", "1").strip().lower() not in ("0", "false", "off", "no")
+
+
+def cached_sequence(rewriters, **kwargs) -> GraphRewriter:
+    """``optdb``'s ``seq_rewriter_type``: the `SequentialGraphRewriter` a query of PyTensor's ``optdb`` resolves
+    to, wrapped in a `CachedRewriter` when the query includes the LLVM linker's rewrites (its rewriters hold
+    `use_indexed_supervisor`, registered under our tag alone) and the cache is `enabled`. Every other query
+    gets PyTensor's own sequence, unchanged."""
+    sequence = SequentialGraphRewriter(rewriters, **kwargs)
+    if use_indexed_supervisor in rewriters and enabled():
+        return CachedRewriter(sequence, store.DEFAULT)
+    return sequence
+
+
+class CachedRewriter(GraphRewriter):
+    """``rewriter``, skipped when ``cache`` holds the rewritten graph; what it returns is a
+    ``(outcome, profile)`` pair, outcome one of "hit", "stored", "uncacheable", "not stored"."""
+
+    def __init__(self, rewriter: GraphRewriter, cache: RewriteCache):
+        self.rewriter = rewriter
+        self.cache = cache
+        self.name = getattr(rewriter, "name", None)
+        self.supervises = use_indexed_supervisor in getattr(rewriter, "data", ())
+
+    def add_requirements(self, fgraph):
+        """Nothing: the wrapped rewriter adds its own when it runs."""
+
+    def apply(self, fgraph):
+        outcome, profile = self._apply(fgraph)
+        outcomes[outcome] += 1
+        return outcome, profile
+
+    def key(self, fgraph) -> str:
+        """``fgraph``'s key under this rewriter and the linker of the mode compiling it, which PyTensor stamps
+        on the graph while its rewriters run (inner graphs, Scan's and OpFromGraph's, are rewritten for it)."""
+        mode = getattr(fgraph, "_compile_mode", None)
+        linker = "no mode" if mode is None else class_identity(type(mode.linker))
+        return graph_key(fgraph, digest(rewriter_fingerprint(self.rewriter).encode(), linker.encode()))
+
+    def _apply(self, fgraph):
+        if self.supervises:
+            # The query's own first rewrite, run here so that a hit ends with the features a miss does.
+            use_indexed_supervisor.apply(fgraph)
+        try:
+            key = self.key(fgraph)
+        except Uncacheable as reason:
+            _logger.debug("llvm_backend: graph not cached: %s", reason)
+            return "uncacheable", self.rewriter.rewrite(fgraph)
+        entry = self.cache.load(key)
+        if entry is not None:
+            try:
+                install(fgraph, entry)
+                return "hit", None
+            except Exception as error:
+                _logger.warning("llvm_backend: rewrite cache entry %s not used: %s", key, error)
+                self.cache.remove(key)
+        profile = self.rewriter.rewrite(fgraph)
+        try:
+            self.cache.store(key, fgraph)
+        except Exception as error:
+            _logger.debug("llvm_backend: rewritten graph not stored: %s", error)
+            self.cache.remove(key)
+            return "not stored", profile
+        return "stored", profile
+
+    def print_summary(self, stream=sys.stdout, level=0, depth=-1):
+        print(f"{' ' * level}{type(self).__name__} id={id(self)}", file=stream)
+        self.rewriter.print_summary(stream, level + 2, depth)
+
+    def print_profile(self, stream, prof, level=0):
+        outcome, profile = prof
+        print(f"{' ' * level}llvm_backend rewrite cache: {outcome}", file=stream)
+        if profile is not None:
+            self.rewriter.print_profile(stream, profile, level + 2)

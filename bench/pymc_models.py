@@ -7,7 +7,7 @@ compile, then one chain of 200 tuning and 200 kept draws, in a fresh process wit
 
 The models: eight schools (10 parameters); a hierarchical intercept model of 85 groups and 919 observations
 (radon's shape, simulated); a regression with 65 scalar parameters whose constant 400x48 design matrix is used
-column by column (the model nutpie's stock NUMBA backend takes about 50 s to compile).
+column by column (the shape of model that nutpie's stock NUMBA backend is slowest to compile).
 """
 
 import time

@@ -209,89 +209,121 @@ class GraphSource:
 
 
 def graph_source(fgraph, convert_node, name="llvm_graph_fn") -> GraphSource:
-    """Write ``fgraph`` as one Python function; ``convert_node(node) -> (fn, key)`` gives each node's."""
-    unique_name = unique_name_generator([name, "llvm_graph", "flatten_tuple"])
-    graph = GraphSource(name, global_env={"flatten_tuple": flatten_tuple, "__name__": __name__})
-    coords = {inp: (0, i) for i, inp in enumerate(fgraph.inputs)}
-    constants = {}
-    order = fgraph.toposort()
+    """Write ``fgraph`` as one Python function; ``convert_node(node) -> (fn, key)`` gives each node's.
 
-    parameter_constants = []
-    embedded = []
-    for var in [*(inp for node in order for inp in node.inputs), *fgraph.outputs]:
-        if isinstance(var, Constant) and var not in constants:
-            constants[var] = unique_name(var)
-            coords[var] = (-1, cache_key_for_constant(var.data))
-            value = numba_typify(var.data, variable=var)
-            if _needs_parameter(value):
-                graph.constant_params.append((constants[var], value))
-                parameter_constants.append(var)
-            else:
-                graph.global_env[constants[var]] = value
-                embedded.append(var)
+    Four steps, one `_Writer` method each, filling the `GraphSource` and the plan's slots in order: the
+    constants (embedded, or parameters when numba could not embed them), the parameters (direct ones, then
+    packs, whose items get slots after the arguments'), one call per node, and the outputs."""
+    writer = _Writer(fgraph, GraphSource(name, global_env={"flatten_tuple": flatten_tuple, "__name__": __name__}))
+    writer.classify_constants()
+    writer.lay_out_parameters()
+    calls = writer.plan_calls(convert_node)
+    return writer.finish(calls)
 
-    def name_of(var):
-        return constants.get(var) or unique_name(var)
 
-    sources = [*fgraph.inputs, *parameter_constants]
-    kinds = [_tensor_kind(inp) for inp in fgraph.inputs] + [(str(v.dtype), v.ndim) for _, v in graph.constant_params]
-    for (dtype, ndim), positions in pack_groups(kinds).items():
-        pack_type = ArrayPackType.of(dtype, ndim, len(positions))
-        graph.packs.append(PackParam(unique_name(pack_type), pack_type, np.dtype(dtype), tuple(positions)))
-    packed = {i for pack in graph.packs for i in pack.positions}
-    graph.direct_sources = [i for i in range(len(sources)) if i not in packed]
-    graph.params = [*(name_of(sources[i]) for i in graph.direct_sources), *(pack.name for pack in graph.packs)]
-    slots = {sources[i]: slot for slot, i in enumerate(graph.direct_sources)}
-    slots |= {var: len(graph.params) + k for k, var in enumerate(embedded)}
-    n_arguments = len(slots) + len(graph.packs)
-    items = []
-    for p, pack in enumerate(graph.packs, start=len(graph.direct_sources)):
-        for k, i in enumerate(pack.positions):
-            items.append(PlanItem(n_arguments + len(items), p, k))
-            slots[sources[i]] = items[-1].slot
-    next_slot = n_arguments + len(items)
+class _Writer:
+    """The state `graph_source` builds a `GraphSource` with: names, the plan's slot of every variable, and each
+    variable's coordinates in the cache key (``(0, i)`` input ``i``, ``(-1, key)`` a constant, ``(n, j)``
+    output ``j`` of the ``n``-th node)."""
 
-    calls = []
-    shared = {}
-    for i, node in enumerate(order, start=1):
-        fn, key = convert_node(node)
-        if key is not None:
-            # Nodes of one cache key and the same input and output types share one function: one numba
-            # compile (or cache load) instead of one per node, for the 240 identical Elemwise of a wide
-            # graph. The types are part of it: a stock key need not tell an int32 node from a float64 one.
-            fn = shared.setdefault((key, *(str(v.type) for v in node.inputs + node.outputs)), fn)
-        slots |= {out: next_slot + j for j, out in enumerate(node.outputs)}
-        next_slot += len(node.outputs)
-        calls.append(
-            PlanCall(
-                fn,
-                tuple(slots[inp] for inp in node.inputs),
-                tuple(slots[out] for out in node.outputs),
-                packed_arguments(node),
-                node,
-            )
+    def __init__(self, fgraph, graph: GraphSource):
+        self.fgraph = fgraph
+        self.graph = graph
+        self.order = fgraph.toposort()
+        self.unique_name = unique_name_generator([graph.name, "llvm_graph", "flatten_tuple"])
+        self.coords = {inp: (0, i) for i, inp in enumerate(fgraph.inputs)}
+        self.constants: dict = {}
+        self.parameter_constants: list = []
+        self.embedded: list = []
+        self.slots: dict = {}
+        self.n_arguments = 0
+        self.next_slot = 0
+        self.items: list[PlanItem] = []
+
+    def name_of(self, var) -> str:
+        return self.constants.get(var) or self.unique_name(var)
+
+    def classify_constants(self) -> None:
+        """Name every constant; embed it as a global, or make it a trailing parameter (`_needs_parameter`)."""
+        nodes_inputs = (inp for node in self.order for inp in node.inputs)
+        for var in [*nodes_inputs, *self.fgraph.outputs]:
+            if isinstance(var, Constant) and var not in self.constants:
+                self.constants[var] = self.unique_name(var)
+                self.coords[var] = (-1, cache_key_for_constant(var.data))
+                value = numba_typify(var.data, variable=var)
+                if _needs_parameter(value):
+                    self.graph.constant_params.append((self.constants[var], value))
+                    self.parameter_constants.append(var)
+                else:
+                    self.graph.global_env[self.constants[var]] = value
+                    self.embedded.append(var)
+
+    def lay_out_parameters(self) -> None:
+        """The parameters (sources not packed, then one per pack) and the slots: parameters, embedded
+        constants, then one per pack item."""
+        graph = self.graph
+        sources = [*self.fgraph.inputs, *self.parameter_constants]
+        kinds = [_tensor_kind(inp) for inp in self.fgraph.inputs]
+        kinds += [(str(v.dtype), v.ndim) for _, v in graph.constant_params]
+        for (dtype, ndim), positions in pack_groups(kinds).items():
+            pack_type = ArrayPackType.of(dtype, ndim, len(positions))
+            graph.packs.append(PackParam(self.unique_name(pack_type), pack_type, np.dtype(dtype), tuple(positions)))
+        packed = {i for pack in graph.packs for i in pack.positions}
+        graph.direct_sources = [i for i in range(len(sources)) if i not in packed]
+        graph.params = [*(self.name_of(sources[i]) for i in graph.direct_sources), *(p.name for p in graph.packs)]
+        self.slots = {sources[i]: slot for slot, i in enumerate(graph.direct_sources)}
+        self.slots |= {var: len(graph.params) + k for k, var in enumerate(self.embedded)}
+        self.n_arguments = len(self.slots) + len(graph.packs)
+        for p, pack in enumerate(graph.packs, start=len(graph.direct_sources)):
+            for k, i in enumerate(pack.positions):
+                self.items.append(PlanItem(self.n_arguments + len(self.items), p, k))
+                self.slots[sources[i]] = self.items[-1].slot
+        self.next_slot = self.n_arguments + len(self.items)
+
+    def plan_calls(self, convert_node) -> list[PlanCall]:
+        """One call per node, its outputs in fresh slots; nodes of one cache key and the same input and output
+        types share one function."""
+        calls = []
+        shared = {}
+        for n, node in enumerate(self.order, start=1):
+            fn, key = convert_node(node)
+            if key is not None:
+                # One numba compile (or cache load) instead of one per node, for the 240 identical Elemwise
+                # of a wide graph. The types are part of it: a stock key need not tell an int32 node from a
+                # float64 one.
+                fn = shared.setdefault((key, *(str(v.type) for v in node.inputs + node.outputs)), fn)
+            self.slots |= {out: self.next_slot + j for j, out in enumerate(node.outputs)}
+            self.next_slot += len(node.outputs)
+            arguments = tuple(self.slots[inp] for inp in node.inputs)
+            outputs = tuple(self.slots[out] for out in node.outputs)
+            calls.append(PlanCall(fn, arguments, outputs, packed_arguments(node), node))
+            self.graph.node_keys.append(None if key is None else (tuple(self.coords[x] for x in node.inputs), key))
+            self.coords |= {out: (n, j) for j, out in enumerate(node.outputs)}
+        return calls
+
+    def finish(self, calls: list[PlanCall]) -> GraphSource:
+        """The outputs (direct ones, then one list per group), the plan, the returned expression and the key's
+        last parts."""
+        graph, fgraph, slots = self.graph, self.fgraph, self.slots
+        lists = pack_groups([_tensor_kind(out) for out in fgraph.outputs])
+        listed = {i for positions in lists.values() for i in positions}
+        graph.direct_outputs = [i for i in range(len(fgraph.outputs)) if i not in listed]
+        graph.output_lists = [tuple(positions) for positions in lists.values()]
+        graph.plan = GraphPlan(
+            self.n_arguments,
+            tuple(self.items),
+            tuple(calls),
+            tuple(slots[fgraph.outputs[i]] for i in graph.direct_outputs),
+            tuple(tuple(slots[fgraph.outputs[i]] for i in positions) for positions in graph.output_lists),
         )
-        graph.node_keys.append(None if key is None else (tuple(coords[x] for x in node.inputs), key))
-        coords |= {out: (i, j) for j, out in enumerate(node.outputs)}
-    lists = pack_groups([_tensor_kind(out) for out in fgraph.outputs])
-    listed = {i for positions in lists.values() for i in positions}
-    graph.direct_outputs = [i for i in range(len(fgraph.outputs)) if i not in listed]
-    graph.output_lists = [tuple(positions) for positions in lists.values()]
-    graph.plan = GraphPlan(
-        n_arguments,
-        tuple(items),
-        tuple(calls),
-        tuple(slots[fgraph.outputs[i]] for i in graph.direct_outputs),
-        tuple(tuple(slots[fgraph.outputs[i]] for i in positions) for positions in graph.output_lists),
-    )
-    graph.global_env["llvm_graph"] = graph_intrinsic(graph.plan)
-    graph.slot_names = {slot: name_of(var) for var, slot in slots.items()}
-    graph.slot_names |= {len(graph.direct_sources) + k: pack.name for k, pack in enumerate(graph.packs)}
-    graph.returned = f"llvm_graph({tuple_source([*graph.params, *map(name_of, embedded)])})"
-    graph.node_keys.append(("outputs", tuple(coords[out] for out in fgraph.outputs)))
-    graph.node_keys.append(("packs", tuple((str(p.numba_type), p.positions) for p in graph.packs)))
-    graph.node_keys.append(("output lists", tuple(graph.output_lists)))
-    return graph
+        graph.global_env["llvm_graph"] = graph_intrinsic(graph.plan)
+        graph.slot_names = {slot: self.name_of(var) for var, slot in slots.items()}
+        graph.slot_names |= {len(graph.direct_sources) + k: pack.name for k, pack in enumerate(graph.packs)}
+        graph.returned = f"llvm_graph({tuple_source([*graph.params, *map(self.name_of, self.embedded)])})"
+        graph.node_keys.append(("outputs", tuple(self.coords[out] for out in fgraph.outputs)))
+        graph.node_keys.append(("packs", tuple((str(p.numba_type), p.positions) for p in graph.packs)))
+        graph.node_keys.append(("output lists", tuple(graph.output_lists)))
+        return graph
 
 
 def graph_cache_key(graph: GraphSource, salt) -> str | None:

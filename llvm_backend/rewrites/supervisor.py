@@ -3,9 +3,8 @@
 PyTensor keeps in-place rewrites off a compiled function's inputs and outputs with a `Supervisor` feature.
 Its check, run at every validation (one per accepted rewrite), asks the `DestroyHandler`, for each
 protected input and each output, whether something destroys it: O(inputs + outputs) per rewrite, so
-quadratic in the width of a graph whose rewrites grow with its width. On ``graphs.times_two(240)`` (240
-inputs, 240 outputs) its 719 validations took 0.45 s of ``pytensor.function``'s 1.09 s, under the C backend
-as under ours.
+quadratic in the width of a graph whose rewrites grow with its width (a graph of 240 inputs and 240 outputs
+runs hundreds of validations), under the C backend as under ours.
 
 `IndexedSupervisor` reaches the same verdict from the other side. A variable is destroyed exactly when it
 is a key of the DestroyHandler's ``droot`` (each destroyed root and every view of it), so it looks those

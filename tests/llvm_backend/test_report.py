@@ -66,7 +66,7 @@ def test_table_shows_missing_values_as_dashes():
 
 
 def test_cold_call_reports_failures():
-    with pytest.raises(RuntimeError, match=r"cold compile of llvm_backend\.graphs:no_such_function"):
+    with pytest.raises(RuntimeError, match=r"cold compile of llvm_backend\.tools\.graphs:no_such_function"):
         cold_call("llvm_backend.tools.graphs:no_such_function")
 
 

@@ -23,10 +23,11 @@ from pytensor.graph.traversal import graph_inputs
 from pytensor.scalar import Composite
 from pytensor.tensor.rewriting.shape import ShapeFeature
 
-from llvm_backend import graphs, rewrite_cache
+from llvm_backend import rewrite_cache
 from llvm_backend.linker import LLVMLinker
 from llvm_backend.mode import LLVM
 from llvm_backend.rewrite_cache import CachedRewriter, RewriteCache, Uncacheable, rewriter_fingerprint
+from llvm_backend.tools import graphs
 from llvm_backend.tools.testing import compare_llvm_numba_and_py
 
 
@@ -163,7 +164,7 @@ def test_the_key_is_the_same_in_every_process(cache):
         import json, sys
         import pytensor, pytensor.tensor as pt
         from pytensor.graph.fg import FunctionGraph
-        from llvm_backend import graphs
+        from llvm_backend.tools import graphs
         from llvm_backend.mode import LLVM
         if sys.argv[1] == "after-compiling":
             x = pt.dvector("x")

@@ -15,9 +15,10 @@ from pytensor.graph.utils import InconsistencyError
 from pytensor.tensor.elemwise import Elemwise
 
 import llvm_backend  # noqa: F401
-from llvm_backend import graphs, rewrite_cache
+from llvm_backend import rewrite_cache
 from llvm_backend.mode import SUPERVISOR_NAME
 from llvm_backend.rewrites.supervisor import IndexedSupervisor
+from llvm_backend.tools import graphs
 from llvm_backend.tools.testing import compare_llvm_numba_and_py
 
 # The LLVM mode as it would be without the indexed supervisor.

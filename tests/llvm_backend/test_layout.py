@@ -1,0 +1,83 @@
+"""The layout: the backend proper never imports the tools, and `LOWERINGS` is the one table of what we lower."""
+
+import ast
+import dataclasses
+import subprocess
+import sys
+from pathlib import Path
+
+import pytensor.tensor as pt
+import pytest
+from pytensor.tensor.basic import Join, MakeVector
+from pytensor.tensor.rewriting.scalarize import ScalarCAReduce, ScalarizedJoin
+
+import llvm_backend
+from intrinsics.join import linear_join
+from intrinsics.reduction import full_reduce
+from llvm_backend import codegen
+from llvm_backend.dispatch import LOWERINGS, MAX_ITEMS, lowering_for, register_lowering
+
+BACKEND = Path(llvm_backend.__file__).parent
+TOOL_PACKAGES = ("llvm_backend.tools", "llvm_backend_bench")
+
+
+def test_importing_the_backend_imports_no_tool():
+    code = "import sys, llvm_backend; print('\\n'.join(sorted(sys.modules)))"
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert "llvm_backend.linker" in loaded
+    assert [name for name in loaded if name.startswith(TOOL_PACKAGES)] == []
+
+
+def _imported_modules(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def test_no_backend_module_imports_a_tool_even_lazily():
+    backend_files = [p for p in BACKEND.rglob("*.py") if "tools" not in p.relative_to(BACKEND).parts]
+    assert BACKEND / "linker.py" in backend_files
+    offenders = {
+        str(p.relative_to(BACKEND)): sorted(m for m in _imported_modules(p) if m.startswith(TOOL_PACKAGES))
+        for p in backend_files
+    }
+    assert {path: modules for path, modules in offenders.items() if modules} == {}
+
+
+def test_lowerings_records_say_intrinsic_condition_and_pack_start():
+    assert LOWERINGS[Join].intrinsic is linear_join and LOWERINGS[Join].condition == "always"
+    assert LOWERINGS[ScalarizedJoin].pack_start == 0
+    make_vector = LOWERINGS[MakeVector]
+    assert make_vector.intrinsic is linear_join and make_vector.pack_start == 0
+    assert make_vector.condition.startswith(f"more than {MAX_ITEMS}")
+    reduce = LOWERINGS[ScalarCAReduce]
+    assert reduce.intrinsic is full_reduce and reduce.pack_start is None and reduce.condition != "always"
+
+
+def test_lookup_follows_the_ops_mro():
+    class SubJoin(Join):
+        pass
+
+    assert lowering_for(SubJoin(0)) is LOWERINGS[Join]
+    assert lowering_for(pt.exp(pt.dvector()).owner.op) is None
+
+
+def test_registering_an_op_twice_is_refused():
+    with pytest.raises(ValueError, match="Join already has a lowering"):
+        register_lowering(Join, linear_join)(lambda op, node: None)
+
+
+def test_codegen_takes_pack_starts_from_the_registry(monkeypatch):
+    xs = [pt.dvector(f"x{k}") for k in range(MAX_ITEMS + 1)]
+    node = pt.concatenate(xs).owner
+    assert codegen.packed_arguments(node) == 0
+    monkeypatch.setitem(LOWERINGS, Join, dataclasses.replace(LOWERINGS[Join], pack_start=None))
+    assert codegen.packed_arguments(node) is None
+    narrow = pt.stack([pt.dscalar(f"s{k}") for k in range(MAX_ITEMS)]).owner
+    assert isinstance(narrow.op, MakeVector) and codegen.packed_arguments(narrow) is None

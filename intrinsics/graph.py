@@ -66,10 +66,14 @@ class GraphPlan:
     lists: tuple[tuple[int, ...], ...] = field(default=())
 
 
-def _pack_argument_type(argument_types):
+def _pack_argument_type(argument_types, label):
+    """The pack type of the arguments a call takes as one pack; TypingError naming the call's ``label``
+    unless they are arrays of one dtype and ndim."""
     first = argument_types[0]
     if not all(isinstance(t, types.Array) and (t.dtype, t.ndim) == (first.dtype, first.ndim) for t in argument_types):
-        raise errors.TypingError(f"packed arguments must be arrays of one dtype and ndim: {argument_types}")
+        raise errors.TypingError(
+            f"{label}: packed arguments must be arrays of one dtype and ndim, got {', '.join(map(str, argument_types))}"
+        )
     return ArrayPackType(first.dtype, first.ndim, len(argument_types))
 
 
@@ -79,7 +83,7 @@ def _type_plan(typingctx, plan: GraphPlan, argument_types):
     for item in plan.items:
         pack = slot_types[item.pack]
         if not isinstance(pack, ArrayPackType) or not 0 <= item.index < pack.count:
-            raise errors.TypingError(f"slot {item.pack} ({pack}) has no array {item.index}")
+            raise errors.TypingError(f"run_graph: slot {item.pack} is {pack}, which has no array {item.index}")
         slot_types[item.slot] = pack.array_type
     function_types = {}
     resolved = {}
@@ -87,7 +91,7 @@ def _type_plan(typingctx, plan: GraphPlan, argument_types):
     for call in plan.calls:
         call_types = [slot_types[s] for s in call.arguments]
         if call.pack_from is not None:
-            call_types = [*call_types[: call.pack_from], _pack_argument_type(call_types[call.pack_from :])]
+            call_types = [*call_types[: call.pack_from], _pack_argument_type(call_types[call.pack_from :], call.label)]
         if id(call.function) not in function_types:
             function_types[id(call.function)] = typingctx.resolve_value_type(call.function)
         function_type = function_types[id(call.function)]
@@ -212,88 +216,183 @@ def _reference(context, builder, value_type, value, name: str):
     builder.call(function, [builder.extract_value(value, 0)])
 
 
-def _emit(context, builder, plan, slot_types, typed_calls, list_types, return_type, arguments, argument_types):
-    values = {
-        i: context.cast(builder, builder.extract_value(arguments, i), argument_type, slot_types[i])
-        for i, argument_type in enumerate(argument_types)
-    }
-    items = {item.slot: item for item in plan.items}
-    owned = set()
-    frame = {}
-    last = _last_uses(plan)
+class _Slots:
+    """The values of a plan's slots as its calls are emitted, and which of them the graph owns.
 
-    def value(slot):
-        if slot not in values:
-            item = items[slot]
-            values[slot] = table_item(builder, values[item.pack], item.index)
-        return values[slot]
+    An argument is borrowed from the caller and a pack item from its pack's table (loaded on its first
+    read); a call's output is owned until it is released or handed over to a list."""
 
-    def pack_argument(slots, pack_type):
-        """The pack of ``slots``: a view of a pack argument's table when they are its consecutive items,
-        else a table in the frame (the slots outlive the call, so it borrows them)."""
-        places = [items.get(s) for s in slots]
-        first = places[0]
-        if None not in places and all(
-            p.pack == first.pack and p.index == first.index + k for k, p in enumerate(places)
-        ):
-            return builder.gep(values[first.pack], [ir.Constant(ir.IntType(64), first.index)])
-        return table_of(context, builder, pack_type, [(value(s), slot_types[s]) for s in slots])
+    def __init__(self, context, builder, plan: GraphPlan, slot_types, arguments, argument_types):
+        self.context = context
+        self.builder = builder
+        self.types = slot_types
+        self.items = {item.slot: item for item in plan.items}
+        self.values = {
+            i: context.cast(builder, builder.extract_value(arguments, i), argument_type, slot_types[i])
+            for i, argument_type in enumerate(argument_types)
+        }
+        self.owned = set()
 
+    def value(self, slot):
+        """The value of ``slot``, loading a pack item from its table on its first read."""
+        if slot not in self.values:
+            item = self.items[slot]
+            self.values[slot] = table_item(self.builder, self.values[item.pack], item.index)
+        return self.values[slot]
+
+    def typed(self, slots) -> list:
+        """``(value, numba type)`` of each of ``slots``."""
+        return [(self.value(s), self.types[s]) for s in slots]
+
+    def take(self, slots, values) -> None:
+        """``values`` become the owned values of ``slots`` (a call's outputs)."""
+        self.values |= dict(zip(slots, values))
+        self.owned |= set(slots)
+
+    def reference(self, slot, name: str) -> None:
+        """``NRT_incref`` or ``NRT_decref`` (``name``) of ``slot``'s value."""
+        _reference(self.context, self.builder, self.types[slot], self.value(slot), name)
+
+
+@dataclass(frozen=True)
+class _ListPlace:
+    """Item ``index`` of a returned list whose items are stored from ``data`` on."""
+
+    data: ir.Value
+    item_type: types.Type
+    model: object
+    index: int
+
+
+def _emit_lists(context, builder, groups, list_types):
+    """The lists returning ``groups``, allocated at their lengths, and each listed slot's places in them."""
     lists = []
-    listed = {}
-    for group, list_type in zip(plan.lists, list_types):
+    places = {}
+    for group, list_type in zip(groups, list_types):
         instance = ListInstance.allocate(context, builder, list_type, len(group))
         instance.size = ir.Constant(ir.IntType(64), len(group))
         lists.append(instance.value)
-        place = (instance.data, list_type.dtype, context.data_model_manager[list_type.dtype])
+        data, model = instance.data, context.data_model_manager[list_type.dtype]
         for k, slot in enumerate(group):
-            listed.setdefault(slot, []).append((*place, k))
+            places.setdefault(slot, []).append(_ListPlace(data, list_type.dtype, model, k))
+    return lists, places
 
-    def store_listed(slot, give: bool):
-        """Store ``slot`` in the lists returning it as soon as it is made, so its value need not live on to
-        the end (240 arrays held to the end make one block LLVM's schedulers take seconds over). Each
-        place holds a reference; with ``give``, the last one takes ours."""
-        places = listed.get(slot, ())
-        for n, (data, item_type, model, k) in enumerate(places):
-            item = context.cast(builder, value(slot), slot_types[slot], item_type)
-            builder.store(model.as_data(builder, item), builder.gep(data, [ir.Constant(ir.IntType(64), k)]))
-            if give and n == len(places) - 1:
-                owned.discard(slot)
-            else:
-                _reference(context, builder, item_type, item, "incref")
 
-    produced = {slot for call in plan.calls for slot in call.outputs}
-    for slot in sorted(listed.keys() - produced):
-        store_listed(slot, give=False)
-    for i, (call, (function_type, signature, call_types)) in enumerate(zip(plan.calls, typed_calls)):
-        arguments = [(value(s), slot_types[s]) for s in call.arguments]
-        if call.pack_from is not None:
-            packed = pack_argument(call.arguments[call.pack_from :], call_types[-1])
-            arguments = [*arguments[: call.pack_from], (packed, call_types[-1])]
-        result = _call(context, builder, function_type, signature, _fold(context, builder, signature, arguments), frame)
-        if len(call.outputs) == 1:
-            results = [result]
-        elif isinstance(signature.return_type, types.BaseTuple):
-            results = [builder.extract_value(result, k) for k in range(len(call.outputs))]
+def _emit_store_listed(context, builder, slots: _Slots, places, slot, give: bool):
+    """Store ``slot`` in its list ``places`` as soon as it is made, so its value need not live on to the end
+    (hundreds of arrays held to the end make one block LLVM's instruction schedulers are superlinear over).
+    Each place holds a reference; with ``give``, the last one takes the graph's."""
+    for n, place in enumerate(places):
+        item = context.cast(builder, slots.value(slot), slots.types[slot], place.item_type)
+        builder.store(
+            place.model.as_data(builder, item), builder.gep(place.data, [ir.Constant(ir.IntType(64), place.index)])
+        )
+        if give and n == len(places) - 1:
+            slots.owned.discard(slot)
         else:
-            results = _unpack(context, builder, signature.return_type, result, len(call.outputs), call.label)
-        values |= dict(zip(call.outputs, results))
-        owned |= set(call.outputs)
-        for slot in call.outputs:
-            store_listed(slot, give=last.get(slot, i) == i)
-        for slot in sorted({*call.arguments, *call.outputs} & owned):
-            if last.get(slot, i) == i:
-                _reference(context, builder, slot_types[slot], values[slot], "decref")
-                owned.discard(slot)
+            _reference(context, builder, place.item_type, item, "incref")
 
+
+def _emit_pack_argument(context, builder, slots: _Slots, pack_slots, pack_type):
+    """The pack of ``pack_slots``: a view of a pack argument's table when they are its consecutive items,
+    else a table in the frame (the slots outlive the call, so it borrows them)."""
+    places = [slots.items.get(s) for s in pack_slots]
+    first = places[0]
+    if None not in places and all(p.pack == first.pack and p.index == first.index + k for k, p in enumerate(places)):
+        return builder.gep(slots.values[first.pack], [ir.Constant(ir.IntType(64), first.index)])
+    return table_of(context, builder, pack_type, slots.typed(pack_slots))
+
+
+def _emit_plan_call(context, builder, slots: _Slots, call: PlanCall, typed_call, frame: dict) -> list:
+    """The values of ``call``'s outputs (owned); its arguments are borrowed from their slots."""
+    function_type, signature, call_types = typed_call
+    arguments = slots.typed(call.arguments)
+    if call.pack_from is not None:
+        packed = _emit_pack_argument(context, builder, slots, call.arguments[call.pack_from :], call_types[-1])
+        arguments = [*arguments[: call.pack_from], (packed, call_types[-1])]
+    result = _call(context, builder, function_type, signature, _fold(context, builder, signature, arguments), frame)
+    if len(call.outputs) == 1:
+        return [result]
+    if isinstance(signature.return_type, types.BaseTuple):
+        return [builder.extract_value(result, k) for k in range(len(call.outputs))]
+    return _unpack(context, builder, signature.return_type, result, len(call.outputs), call.label)
+
+
+def _emit_releases(slots: _Slots, candidates, last: dict, i: int) -> None:
+    """Release each owned slot of ``candidates`` whose last use is call ``i``."""
+    for slot in sorted(set(candidates) & slots.owned):
+        if last.get(slot, i) == i:
+            slots.reference(slot, "decref")
+            slots.owned.discard(slot)
+
+
+def _emit_return(context, builder, slots: _Slots, outputs, lists, return_type):
+    """The tuple of ``outputs`` (each a new reference) and ``lists``; releases what the graph still owns."""
     returned = []
-    for slot in plan.outputs:
-        _reference(context, builder, slot_types[slot], value(slot), "incref")
-        returned.append(value(slot))
-    returned += lists
-    for slot in sorted(owned):
-        _reference(context, builder, slot_types[slot], values[slot], "decref")
-    return context.make_tuple(builder, return_type, returned)
+    for slot in outputs:
+        slots.reference(slot, "incref")
+        returned.append(slots.value(slot))
+    for slot in sorted(slots.owned):
+        slots.reference(slot, "decref")
+    return context.make_tuple(builder, return_type, [*returned, *lists])
+
+
+def _emit(context, builder, plan, slot_types, typed_calls, list_types, return_type, arguments, argument_types):
+    """Emit ``plan``'s calls on the tuple ``arguments`` and return the tuple of its outputs and lists.
+
+    References: arguments and pack items are borrowed; each call borrows its arguments and returns its
+    outputs owned. An owned output is released right after the last call reading it or, read by no later
+    call and listed, handed to the last list place it is stored in (every other place takes a reference of
+    its own). Each output returned one each gets a new reference, then what the graph still owns is released.
+
+    For an array ``x`` and a pack of two arrays, the plan::
+
+        GraphPlan(
+            n_arguments=2,  # slot 0: x, slot 1: the pack
+            items=(PlanItem(2, 1, 0), PlanItem(3, 1, 1)),  # slots 2 and 3: the pack's arrays
+            calls=(
+                PlanCall(add, (0, 2), (4,)),
+                PlanCall(add, (4, 3), (5,)),
+                PlanCall(twice, (5,), (6,)),
+            ),
+            outputs=(5, 0),
+            lists=((4, 3, 6),),
+        )
+
+    is emitted as, in Python with the references made explicit (``incref``/``decref``: ``NRT_incref``/
+    ``NRT_decref`` of an array's meminfo; ``tests/intrinsics/test_ir_sequences.py`` checks the IR)::
+
+        x, pack = arguments
+        listed = [None, None, None]  # allocated at its length
+        s3 = pack[1]
+        listed[1] = s3
+        incref(s3)  # a listed slot no call makes is stored first; the list takes a reference
+        s2 = pack[0]  # loaded on its first read
+        s4 = add(x, s2)
+        listed[0] = s4
+        incref(s4)  # the second call still reads s4
+        s5 = add(s4, s3)
+        decref(s4)  # after its last read
+        s6 = twice(s5)
+        listed[2] = s6  # read by no later call: the list takes the graph's reference
+        incref(s5)
+        incref(x)  # returned one each
+        decref(s5)  # still owned
+        return (s5, x, listed)
+    """
+    slots = _Slots(context, builder, plan, slot_types, arguments, argument_types)
+    lists, places = _emit_lists(context, builder, plan.lists, list_types)
+    produced = {slot for call in plan.calls for slot in call.outputs}
+    for slot in sorted(places.keys() - produced):
+        _emit_store_listed(context, builder, slots, places[slot], slot, give=False)
+    last = _last_uses(plan)
+    frame = {}
+    for i, (call, typed_call) in enumerate(zip(plan.calls, typed_calls)):
+        slots.take(call.outputs, _emit_plan_call(context, builder, slots, call, typed_call, frame))
+        for slot in call.outputs:
+            _emit_store_listed(context, builder, slots, places.get(slot, ()), slot, give=last.get(slot, i) == i)
+        _emit_releases(slots, {*call.arguments, *call.outputs}, last, i)
+    return _emit_return(context, builder, slots, plan.outputs, lists, return_type)
 
 
 def graph_intrinsic(plan: GraphPlan):
@@ -303,7 +402,7 @@ def graph_intrinsic(plan: GraphPlan):
     @intrinsic
     def run_graph(typingctx, arguments):
         if not isinstance(arguments, types.BaseTuple) or len(arguments) != plan.n_arguments:
-            return None
+            raise errors.TypingError(f"run_graph: expected a tuple of {plan.n_arguments} arguments, got {arguments}")
         slot_types, typed_calls = _type_plan(typingctx, plan, arguments)
         list_types = [array_list_type(slot_types[group[0]]) for group in plan.lists]
         return_type = types.BaseTuple.from_types([*(slot_types[s] for s in plan.outputs), *list_types])

@@ -5,7 +5,7 @@ which numba's peephole turns into a chain of tuple additions: O(n²) IR. Generat
 groups of at most 30 items and joins them with ``flatten_tuple``.
 """
 
-from numba.core import types
+from numba.core import errors, types
 from numba.core.imputils import impl_ret_borrowed
 from numba.extending import intrinsic
 
@@ -13,10 +13,12 @@ __all__ = ["flatten_tuple"]
 
 
 def _flat_type(nested):
+    """The tuple type of ``nested``'s items in order; TypingError unless ``nested`` is a tuple of tuples."""
     if not isinstance(nested, types.BaseTuple):
-        return None
-    if not all(isinstance(group, types.BaseTuple) for group in nested):
-        return None
+        raise errors.TypingError(f"flatten_tuple: expected a tuple of tuples, got {nested}")
+    for k, group in enumerate(nested):
+        if not isinstance(group, types.BaseTuple):
+            raise errors.TypingError(f"flatten_tuple: item {k} of the tuple is {group}, not a tuple")
     return types.BaseTuple.from_types([item for group in nested for item in group])
 
 
@@ -44,8 +46,6 @@ def flatten_tuple(typingctx, nested):
         %t2 = insertvalue {double, double, double} %t1, double %x2, 2
     """
     flat_type = _flat_type(nested)
-    if flat_type is None:
-        return None
 
     def codegen(context, builder, signature, args):
         flat = _emit_flatten(context, builder, signature.args[0], signature.return_type, args[0])

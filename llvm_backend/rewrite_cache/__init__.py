@@ -1,9 +1,10 @@
 """A disk cache of rewritten graphs for the LLVM mode.
 
-PyTensor rewrites a graph anew in every process: seconds for a model of a few thousand nodes, paid again by every session that compiles the same model even
-when every compiled function then comes from numba's cache. `CachedRewriter` wraps the rewriter a mode's
-query resolves to: it keys the graph it is given (`graph_key`) and, when an earlier process stored the
-rewritten graph under that key, puts that graph in place instead of rewriting.
+PyTensor rewrites a graph anew in every process: seconds for a model of a few thousand nodes, paid again by
+every session that compiles the same model even when every compiled function then comes from numba's cache.
+`CachedRewriter` wraps the rewriter a mode's query resolves to: it keys the graph it is given (`graph_key`)
+and, when an earlier process stored the rewritten graph under that key, puts that graph in place instead of
+rewriting.
 
 The key covers what the rewritten graph depends on: every node's op and every variable's type (their
 pickled state, and their classes' package versions, or code when no distribution provides them), the

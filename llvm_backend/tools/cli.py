@@ -2,14 +2,31 @@
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
-__all__ = ["main"]
+__all__ = ["UsageError", "main"]
+
+
+class UsageError(Exception):
+    """A request a command cannot carry out as given (an unknown mode, target, ...): `main` prints it on one
+    line and exits with status 2, as argparse does for a bad argument."""
 
 
 def _progress(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
+
+
+def _check_modes(modes) -> None:
+    """UsageError naming the first of ``modes`` that names no PyTensor mode."""
+    from pytensor.compile.mode import get_mode, predefined_modes
+
+    for mode in modes:
+        try:
+            get_mode(mode)
+        except ValueError:
+            raise UsageError(f"unknown mode {mode!r} (modes: {' '.join(sorted(predefined_modes))})") from None
 
 
 def _report(args) -> int:
@@ -18,6 +35,7 @@ def _report(args) -> int:
     from llvm_backend.tools.measurements import DEFAULT_MODES, as_json, format_table, run_report
 
     graphs, modes = args.graph or list(GRAPHS), args.mode or list(DEFAULT_MODES)
+    _check_modes(modes)
     results = run_report(graphs=graphs, modes=modes, progress=_progress)
     print(format_table(results))
     if args.json:
@@ -62,17 +80,18 @@ def _ir(args) -> int:
     import llvm_backend  # noqa: F401  (registers the LLVM mode)
     from llvm_backend.tools.inspect_ir import Inspection, InspectionError, load_target
 
+    if args.diff == args.mode:
+        raise UsageError(f"--diff {args.diff} compares {args.mode} with itself")
+    modes = [args.mode, args.diff] if args.diff else [args.mode]
+    _check_modes(modes)
     try:
-        if args.diff == args.mode:
-            raise InspectionError(f"--diff {args.diff} compares {args.mode} with itself")
         inputs, outputs = load_target(args.target)
-        modes = [args.mode, args.diff] if args.diff else [args.mode]
         inspections = {mode: Inspection(pytensor.function(inputs, outputs, mode=mode)) for mode in modes}
-        _ir_notes(args)
-        print(_ir_output(args, inspections))
+        output = _ir_output(args, inspections)
     except InspectionError as error:
-        print(f"llvm-backend ir: error: {error}", file=sys.stderr)
-        return 2
+        raise UsageError(str(error)) from error
+    _ir_notes(args)
+    print(output)
     return 0
 
 
@@ -82,17 +101,19 @@ def _bench(args) -> int:
 
     import llvm_backend  # noqa: F401  (registers the LLVM mode)
 
+    if args.filter is not None:
+        try:
+            re.compile(args.filter)
+        except re.error as error:
+            raise UsageError(f"--filter {args.filter!r} is not a regular expression: {error}") from None
     cases = select_cases(quick=args.quick, pattern=args.filter)
     if not cases:
-        print(f"llvm-backend bench: error: no case matches {args.filter!r}", file=sys.stderr)
-        return 2
+        raise UsageError(f"no case matches {args.filter!r}")
     known = (*MODES, REFERENCE)
     modes = tuple(args.mode or known)
     unknown = sorted(set(modes) - set(known))
     if unknown:
-        message = f"unknown mode {', '.join(unknown)} (modes: {' '.join(known)})"
-        print(f"llvm-backend bench: error: {message}", file=sys.stderr)
-        return 2
+        raise UsageError(f"unknown mode {', '.join(unknown)} (modes: {' '.join(known)})")
     run = run_bench(cases, quick=args.quick, progress=_progress, modes=modes)
     print(format_bench_table(run))
     for path in write_results(run, Path(args.out)):
@@ -193,7 +214,11 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
-    return args.run(args)
+    try:
+        return args.run(args)
+    except UsageError as error:
+        print(f"llvm-backend {args.command}: error: {error}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 
 import llvmlite.binding as llvm
 import pytensor
@@ -271,6 +272,8 @@ def stage_text(fn, stage: str, kernel_only: bool = False) -> str:
 
 
 def _module_from_file(path: str):
+    if not Path(path).is_file():
+        raise InspectionError(f"no file {path}")
     spec = importlib.util.spec_from_file_location(re.sub(r"\W", "_", path), path)
     if spec is None:
         raise InspectionError(f"cannot import {path}")
@@ -279,9 +282,23 @@ def _module_from_file(path: str):
     return module
 
 
+def _module_named(name: str):
+    """The module ``name``; InspectionError if it (or a package on its path) does not exist. A module it
+    imports being missing is an error of that module, raised as it is."""
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as error:
+        if error.name is None or not f"{name}.".startswith(f"{error.name}."):
+            raise
+        raise InspectionError(f"no module named {error.name}") from error
+
+
 def load_target(target: str) -> tuple[list, list]:
     """``(inputs, outputs)`` of a built-in graph name, or of ``path/to/file.py:function`` or
-    ``module:function`` called without arguments (it may also return a `Graph`)."""
+    ``module:function`` called without arguments (it may also return a `Graph`).
+
+    InspectionError if the target names no built-in graph, file, module or function of it, or its function
+    returns something else."""
     if target in GRAPHS:
         graph = GRAPHS[target]()
         return graph.inputs, graph.outputs
@@ -291,10 +308,15 @@ def load_target(target: str) -> tuple[list, list]:
             f"TARGET {target!r} is none of: a built-in graph ({', '.join(GRAPHS)}), "
             "path/to/file.py:function, module:function"
         )
-    module = _module_from_file(location) if location.endswith(".py") else importlib.import_module(location)
-    built = getattr(module, name)()
+    module = _module_from_file(location) if location.endswith(".py") else _module_named(location)
+    function = getattr(module, name, None)
+    if not callable(function):
+        raise InspectionError(f"{location} has no function {name}")
+    built = function()
     if isinstance(built, Graph):
         return built.inputs, built.outputs
+    if not (isinstance(built, tuple | list) and len(built) == 2):
+        raise InspectionError(f"{target} returned {type(built).__name__}, not (inputs, outputs) or a Graph")
     inputs, outputs = built
     return list(inputs), outputs
 

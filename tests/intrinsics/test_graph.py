@@ -215,3 +215,32 @@ def test_iterable_results_unpack_like_numba_assignments(function):
     assert allocations_balance(lambda: graph((x if function is halves else x.reshape(2, 2),)))
     with pytest.raises(ValueError, match="two of them: expected 2 outputs"):
         graph((np.arange(6.0),) if function is halves else (np.arange(6.0).reshape(3, 2),))
+
+
+def test_arguments_that_are_not_a_tuple_of_n_values_are_a_typing_error_naming_them():
+    graph = compiled(GraphPlan(n_arguments=2, calls=(PlanCall(add, (0, 1), (2,)),), outputs=(2,)))
+    with pytest.raises(errors.TypingError, match=r"run_graph: expected a tuple of 2 arguments, got array\(float64"):
+        graph(np.ones(2))
+    with pytest.raises(errors.TypingError, match=r"run_graph: expected a tuple of 2 arguments, got UniTuple\(array"):
+        graph((np.ones(2),))
+
+
+@pytest.mark.parametrize(
+    "argument, message",
+    [
+        (np.ones(2), r"run_graph: slot 0 is array\(float64, 1d, C\), which has no array 1"),
+        (pack_of([np.ones(2)]), r"run_graph: slot 0 is ArrayPack\(array\(float64, 1d, A\), 1\), which has no array 1"),
+    ],
+    ids=["array", "short pack"],
+)
+def test_an_item_of_what_is_not_a_pack_of_enough_arrays_is_a_typing_error(argument, message):
+    plan = GraphPlan(n_arguments=1, items=(PlanItem(1, 0, 1),), calls=(PlanCall(twice, (1,), (2,)),), outputs=(2,))
+    with pytest.raises(errors.TypingError, match=message):
+        compiled(plan)((argument,))
+
+
+def test_packed_arguments_of_mixed_dtypes_are_a_typing_error_naming_the_call():
+    plan = GraphPlan(n_arguments=3, calls=(PlanCall(join_pack, (0, 1, 2), (3,), pack_from=1, label="the join"),))
+    message = r"the join: packed arguments .* got array\(float64, 1d, C\), array\(int64, 1d, C\)"
+    with pytest.raises(errors.TypingError, match=message):
+        compiled(plan)((0, np.ones(2), np.arange(2)))

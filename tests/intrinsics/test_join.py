@@ -172,6 +172,24 @@ def test_mismatched_size_names_input_dimension_and_axis():
         joiner(np.float64)(0, np.zeros((1, 2, 2)), np.zeros((1, 2, 4)))
 
 
+@pytest.mark.parametrize(
+    "axis, shapes, bad",
+    [
+        (1, [(2, 3, 4), (5, 1, 6)], "size 5 along dimension 0, but input 0 has size 2 (join axis 1)"),
+        (
+            -2,
+            [(2, 3, 4), (2, 1, 4), (2, 5, 6)],
+            "input 2 has size 6 along dimension 2, but input 0 has size 4 (join axis 1)",
+        ),
+        (0, [(1, 2, 3), (4, 5, 6)], "size 5 along dimension 1, but input 0 has size 2 (join axis 0)"),
+    ],
+    ids=["dims 0 and 2 off axis 1", "dim 2 of the third input", "dims 1 and 2 off axis 0"],
+)
+def test_a_mismatch_names_the_lowest_bad_dimension_off_the_axis(axis, shapes, bad):
+    with pytest.raises(JoinShapeError, match=re.escape(bad)):
+        joiner(np.float64)(axis, *(np.zeros(shape) for shape in shapes))
+
+
 @numba.njit(cache=False)
 def concatenate_pair(axis, a, b):
     return np.concatenate((a, b), axis)

@@ -3,7 +3,7 @@
 numba's CPython wrapper unboxes each array argument with its own unrolled code and passes each array to
 the compiled function as seven or more scalars, so a function of 240 vectors gets a wrapper of thousands
 of instructions around one call with 1,680 operands, whose basic block LLVM's instruction selection and
-post-RA scheduler take superlinear time over (5 s for 240 vectors, against 0.8 s for 60). An
+post-RA scheduler take superlinear time over. An
 `ArrayPack` is one argument: its unboxing is one loop over the arrays, filling a stack table of array
 structs in the wrapper's frame, and the compiled function receives a pointer to that table and reads
 array ``i`` with `table_item` (a load; the table holds the reference) or, in Python code, `pack_item` (a

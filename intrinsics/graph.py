@@ -144,8 +144,8 @@ def _call(context, builder, function_type, signature, arguments, frame: dict):
     A numba-compiled function is called as numba's ``user_function`` does, but its return slot and
     exception pointer are allocas shared by every call returning that type (``frame``, which also keeps
     each callee's declaration). numba's own call makes two per call site and zeroes the return slot before
-    each call: for 240 nodes, 480 allocas and 240 memsets, about a third of LLVM's time on the graph
-    function (1.8 s -> 1.4 s for the first call of 240 ``x * 2`` outputs). Anything else goes through
+    each call: for 240 nodes, 480 allocas and 240 memsets, a large part of LLVM's work on the graph
+    function. Anything else goes through
     numba's implementation of the call."""
     call_conv = context.call_conv
     overloads = getattr(getattr(function_type, "dispatcher", None), "overloads", {})

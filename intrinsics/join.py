@@ -9,7 +9,7 @@ Layering, as numba's own concatenate: typing (``_join_ndim``, ``_output_dtype``)
 ``@intrinsic`` ``linear_join`` (the public function itself) -> the pure IR emitters
 ``_emit_*(context, builder, ...)``.  The public function is the intrinsic rather than an
 ``@overload`` wrapper around it because a wrapper is a second compiled function whose signature
-carries the whole n-tuple of arrays: it made a 240-input join compile ~1.6x slower.
+carries the whole n-tuple of arrays, which makes a wide join compile markedly slower.
 """
 
 from functools import partial

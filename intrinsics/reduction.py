@@ -12,7 +12,7 @@ Layering, as numba's own concatenate: typing (``_numba_dtype``, ``_builtin_rule`
 ``_lower_reduce`` -> the IR emitters ``_emit_*``.
 
 Float add and mul carry LLVM's ``reassoc`` flag, the licence its loop vectorizer needs to split the one
-accumulator into vector lanes (on this AVX-512 machine 4 x <8 x double>: 32 partial sums); max/min are
+accumulator into vector lanes (with AVX-512, 4 x <8 x double>: 32 partial sums); max/min are
 llvm.maximum/minimum, exact and vectorizable as they are (they order -0.0 below +0.0, where numpy keeps
 the first of two zeros).  Summation order is therefore not sequential: the error of a float sum grows
 ~n/32 rather than ~n, while numpy's pairwise ``np.sum`` grows ~log n, so results may differ
@@ -166,9 +166,9 @@ def _emit_runs(builder, shape, strides, itemsize):
 def _keep_scalar(builder, loop):
     """Tell LLVM's loop vectorizer to leave the finished ``for_range`` ``loop`` alone.
 
-    On a strided run it emits gathers, measured 3-4x slower here (AMD EPYC) than the scalar loads
-    of independent lanes.  The ``llvm.loop`` node must refer to itself, so it is made with a
-    placeholder operand that is then replaced.
+    On a strided run it emits gathers, which are slower than the scalar loads of independent lanes.
+    The ``llvm.loop`` node must refer to itself, so it is made with a placeholder operand that is then
+    replaced.
     """
     module = builder.module
     disable = module.add_metadata([ir.MetaDataString(module, "llvm.loop.vectorize.enable"), ir.IntType(1)(0)])

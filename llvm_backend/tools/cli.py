@@ -1,4 +1,4 @@
-"""The ``llvm-backend`` command: ``report``, ``ir``, ``bench`` and ``cache``."""
+"""The ``llvm-backend`` command: ``report``, ``ir``, ``bench``, ``lowerings`` and ``cache``."""
 
 import argparse
 import json
@@ -6,7 +6,7 @@ import re
 import sys
 from pathlib import Path
 
-__all__ = ["UsageError", "main"]
+__all__ = ["UsageError", "lowerings_table", "main"]
 
 
 class UsageError(Exception):
@@ -196,6 +196,43 @@ def _cache(args) -> int:
     return 0
 
 
+def lowerings_table() -> str:
+    """``LOWERINGS`` as a Markdown table: per op class, the intrinsic its lowering calls, the condition on the
+    node, where its pack starts, and the function that builds the node function."""
+    from llvm_backend.dispatch import LOWERINGS
+
+    def name(obj) -> str:
+        return f"{obj.__module__}.{obj.__qualname__}"
+
+    rows = [
+        [
+            name(r.op_type),
+            name(r.intrinsic),
+            r.condition,
+            "-" if r.pack_start is None else str(r.pack_start),
+            name(r.funcify),
+        ]
+        for r in sorted(LOWERINGS.values(), key=lambda r: name(r.op_type))
+    ]
+    header = ["op class", "intrinsic", "when", "pack start", "lowering"]
+    lines = [f"| {' | '.join(header)} |", f"| {' | '.join('---' for _ in header)} |"]
+    lines += [f"| {' | '.join(row)} |" for row in rows]
+    return "\n".join(lines)
+
+
+def _lowerings(args) -> int:
+    import llvm_backend  # noqa: F401  (registers our lowerings)
+
+    print(lowerings_table())
+    print("Every other op: PyTensor's stock numba function, with its own cache entry.")
+    return 0
+
+
+def _add_lowerings(commands) -> None:
+    lowerings = commands.add_parser("lowerings", help="the ops the LLVM mode lowers itself, and through what")
+    lowerings.set_defaults(run=_lowerings)
+
+
 def _add_cache(commands) -> None:
     cache = commands.add_parser("cache", help="the LLVM mode's cache of rewritten graphs: its size, or clear it")
     cache.add_argument("action", choices=["info", "clear"], nargs="?", default="info")
@@ -208,6 +245,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_report(commands)
     _add_ir(commands)
     _add_bench(commands)
+    _add_lowerings(commands)
     _add_cache(commands)
     return parser
 

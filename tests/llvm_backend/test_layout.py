@@ -81,3 +81,13 @@ def test_codegen_takes_pack_starts_from_the_registry(monkeypatch):
     assert codegen.packed_arguments(node) is None
     narrow = pt.stack([pt.dscalar(f"s{k}") for k in range(MAX_ITEMS)]).owner
     assert isinstance(narrow.op, MakeVector) and codegen.packed_arguments(narrow) is None
+
+
+def test_the_lowerings_command_prints_every_record(capsys):
+    from llvm_backend.tools.cli import main
+
+    assert main(["lowerings"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| pytensor.")]
+    assert len(rows) == len(LOWERINGS)
+    [make_vector] = [row for row in rows if row.startswith("| pytensor.tensor.basic.MakeVector |")]
+    assert make_vector.split(" | ")[1:4] == ["intrinsics.join.linear_join", LOWERINGS[MakeVector].condition, "0"]

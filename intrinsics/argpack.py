@@ -215,9 +215,12 @@ def unbox_array_pack(typ, obj, c):
     return NativeValue(table, is_error=builder.load(failed), cleanup=cleanup)
 
 
-def table_item(builder, table, index: int):
-    """Array ``index`` of a pack's table (borrowed: the table holds the reference)."""
-    return builder.load(builder.gep(table, [ir.Constant(ir.IntType(64), index)]))
+def table_item(builder, table, index: int | ir.Value):
+    """Array ``index`` (a constant or an ``i64`` value) of a pack's table (borrowed: the table holds the
+    reference)."""
+    if isinstance(index, int):
+        index = ir.Constant(ir.IntType(64), index)
+    return builder.load(builder.gep(table, [index]))
 
 
 def table_of(context, builder, pack: ArrayPackType, items):

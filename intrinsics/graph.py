@@ -16,6 +16,15 @@ vectors and a constant ``c`` the emitted code is, as Python::
     y1 = f(pack[1], c)
     y2 = f(pack[2], c)
     return (y0, y1, y2)  # or a list of them: GraphPlan.lists
+
+With the outputs returned in a list and ``MIN_RUN`` or more such calls (a *run*, `_runs`), the calls are one
+loop, whose IR does not grow with the run's length::
+
+    pack, c = args
+    listed = [None] * n  # allocated at its length
+    for k in range(n):
+        listed[k] = f(pack[k], c)  # the list takes the call's reference
+    return (listed,)
 """
 
 from dataclasses import dataclass, field
@@ -318,6 +327,99 @@ def _emit_plan_call(context, builder, slots: _Slots, call: PlanCall, typed_call,
     return _unpack(context, builder, signature.return_type, result, len(call.outputs), call.label)
 
 
+MIN_RUN = 4
+"""Consecutive calls forming a run (`_runs`) are emitted as one loop from this many on."""
+
+
+def _call_shape(plan: GraphPlan, i: int, items: dict, listed: dict, read: set):
+    """What call ``i`` does, as a run member: per argument ``("slot", s)`` or, for a pack item, ``("item",
+    pack slot, index)``; and for its one output, ``(list, index)`` of its one list place. None when it cannot
+    be in a run: its output is read by a call, returned one each or listed more than once, or it takes a pack."""
+    call = plan.calls[i]
+    if call.pack_from is not None or len(call.outputs) != 1:
+        return None
+    [out] = call.outputs
+    if out in read or out in plan.outputs or len(listed.get(out, ())) != 1:
+        return None
+    arguments = tuple(("item", items[s].pack, items[s].index) if s in items else ("slot", s) for s in call.arguments)
+    return arguments, listed[out][0]
+
+
+def _step(previous, shape) -> int | None:
+    """+1 or -1 when a call of ``shape`` is the next member of a run whose last member has ``previous``: the
+    same invariant slots, and the next (or previous) item of the same packs and place of the same list."""
+    (arguments_a, (list_a, index_a)), (arguments_b, (list_b, index_b)) = previous, shape
+    step = index_b - index_a
+    if list_a != list_b or step not in (1, -1) or len(arguments_a) != len(arguments_b):
+        return None
+    for a, b in zip(arguments_a, arguments_b):
+        if a[0] != b[0] or a[1] != b[1] or (a[0] == "item" and a[2] + step != b[2]):
+            return None
+    return step
+
+
+@dataclass(frozen=True)
+class _Run:
+    """Calls ``start`` to ``start + length - 1``, each stepping ``step`` (+1 or -1) through pack items and
+    list places."""
+
+    start: int
+    length: int
+    step: int
+
+
+def _runs(plan: GraphPlan, typed_calls) -> dict[int, _Run]:
+    """First call -> each *run*: ``MIN_RUN`` or more consecutive calls of one function and typed signature,
+    each reading the next (or each the previous) item of the same packs and the same other slots, and storing
+    its one output, read by no call, in the next (previous) place of the same list. A wide graph's ``y_i =
+    f(x_i, c)`` is one."""
+    items = {item.slot: item for item in plan.items}
+    listed = {}
+    for g, group in enumerate(plan.lists):
+        for k, slot in enumerate(group):
+            listed.setdefault(slot, []).append((g, k))
+    read = {s for call in plan.calls for s in call.arguments}
+    shapes = [_call_shape(plan, i, items, listed, read) for i in range(len(plan.calls))]
+    runs = {}
+    start, step = 0, None
+    for i in range(1, len(plan.calls) + 1):
+        next_step = None
+        if i < len(plan.calls) and shapes[i] is not None and shapes[i - 1] is not None:
+            if plan.calls[i].function is plan.calls[start].function and typed_calls[i] == typed_calls[start]:
+                next_step = _step(shapes[i - 1], shapes[i])
+        if next_step is not None and step in (None, next_step):
+            step = next_step
+            continue
+        if i - start >= MIN_RUN:
+            runs[start] = _Run(start, i - start, step)
+        start, step = i, None
+    return runs
+
+
+def _emit_run(context, builder, slots: _Slots, run: _Run, calls, typed_call, place: _ListPlace, frame: dict):
+    """The calls of ``run`` as one loop: iteration ``k`` calls the function on item ``first + step * k`` of
+    each pack read and on the invariant slots (read before the loop), and stores its output, owned, in list
+    place ``place.index + step * k``."""
+    first = calls[0]
+    intp = ir.IntType(64)
+    arguments = []
+    for s in first.arguments:
+        item = slots.items.get(s)
+        arguments.append((slots.value(s), None) if item is None else (slots.values[item.pack], item.index))
+    out_type = slots.types[first.outputs[0]]
+    function_type, signature, _ = typed_call
+    with cgutils.for_range(builder, ir.Constant(intp, run.length)) as loop:
+        offset = builder.mul(loop.index, intp(run.step))
+        values = [
+            (value if first_index is None else table_item(builder, value, builder.add(offset, intp(first_index))), t)
+            for (value, first_index), t in zip(arguments, (slots.types[s] for s in first.arguments))
+        ]
+        result = _call(context, builder, function_type, signature, _fold(context, builder, signature, values), frame)
+        item = context.cast(builder, result, out_type, place.item_type)
+        target = builder.gep(place.data, [builder.add(offset, intp(place.index))])
+        builder.store(place.model.as_data(builder, item), target)
+
+
 def _emit_releases(slots: _Slots, candidates, last: dict, i: int) -> None:
     """Release each owned slot of ``candidates`` whose last use is call ``i``."""
     for slot in sorted(set(candidates) & slots.owned):
@@ -344,6 +446,7 @@ def _emit(context, builder, plan, slot_types, typed_calls, list_types, return_ty
     outputs owned. An owned output is released right after the last call reading it or, read by no later
     call and listed, handed to the last list place it is stored in (every other place takes a reference of
     its own). Each output returned one each gets a new reference, then what the graph still owns is released.
+    A run (`_runs`) is one loop (`_emit_run`), its invariant arguments released after it as after its last call.
 
     For an array ``x`` and a pack of two arrays, the plan::
 
@@ -386,12 +489,23 @@ def _emit(context, builder, plan, slot_types, typed_calls, list_types, return_ty
     for slot in sorted(places.keys() - produced):
         _emit_store_listed(context, builder, slots, places[slot], slot, give=False)
     last = _last_uses(plan)
+    runs = _runs(plan, typed_calls)
     frame = {}
-    for i, (call, typed_call) in enumerate(zip(plan.calls, typed_calls)):
+    i = 0
+    while i < len(plan.calls):
+        call, typed_call = plan.calls[i], typed_calls[i]
+        if i in runs:
+            end = i + runs[i].length - 1
+            [place] = places[call.outputs[0]]
+            _emit_run(context, builder, slots, runs[i], plan.calls[i : end + 1], typed_call, place, frame)
+            _emit_releases(slots, call.arguments, last, end)
+            i = end + 1
+            continue
         slots.take(call.outputs, _emit_plan_call(context, builder, slots, call, typed_call, frame))
         for slot in call.outputs:
             _emit_store_listed(context, builder, slots, places.get(slot, ()), slot, give=last.get(slot, i) == i)
         _emit_releases(slots, {*call.arguments, *call.outputs}, last, i)
+        i += 1
     return _emit_return(context, builder, slots, plan.outputs, lists, return_type)
 
 

@@ -1,3 +1,4 @@
+import re
 import sys
 
 import numba
@@ -244,3 +245,70 @@ def test_packed_arguments_of_mixed_dtypes_are_a_typing_error_naming_the_call():
     message = r"the join: packed arguments .* got array\(float64, 1d, C\), array\(int64, 1d, C\)"
     with pytest.raises(errors.TypingError, match=message):
         compiled(plan)((0, np.ones(2), np.arange(2)))
+
+
+def _run_plan(n, backward):
+    """``c = twice(x)``, then ``y_k = add(pack[k], c)`` for every item (in reverse order if ``backward``),
+    the ``y_k`` returned in one list in item order."""
+    order = range(n - 1, -1, -1) if backward else range(n)
+    items = tuple(PlanItem(3 + k, 1, k) for k in range(n))
+    calls = (PlanCall(twice, (0,), (2,)), *(PlanCall(add, (3 + k, 2), (3 + n + k,)) for k in order))
+    return GraphPlan(n_arguments=2, items=items, calls=calls, lists=(tuple(3 + n + k for k in range(n)),))
+
+
+@pytest.mark.parametrize("backward", [False, True], ids=["forward", "backward"])
+def test_a_run_of_like_calls_is_one_loop_with_its_invariant_released_after_it(backward):
+    from llvm_backend.tools.measure import recording_ir_modules
+
+    x = np.arange(3.0)
+    xs = [np.arange(3.0) + 10 * k for k in range(7)]
+    graph = compiled(_run_plan(7, backward))
+    with recording_ir_modules() as modules:
+        (listed,) = graph((x, pack_of(xs)))
+    for got, item in zip(listed, xs, strict=True):
+        np.testing.assert_array_equal(got, item + 2 * x)
+    # the module defining the graph function (not its CPython or C wrappers), before LLVM optimizes it
+    [module] = [str(m) for m in modules if re.search(r"define [^@]*@\"_ZN5tests\S*5graph", str(m))]
+    calls = re.findall(r" call [^@]*@\"?(_ZN\S*test_graph(?:3add|5twice))", module)
+    assert [name.endswith("3add") for name in calls] == [False, True]
+    assert allocations_balance(lambda: graph((x, pack_of(xs))))
+
+
+def test_runs_are_found_from_min_run_calls_and_broken_by_any_difference():
+    from intrinsics.graph import MIN_RUN, _runs
+
+    def runs(plan, typed=None):
+        found = _runs(plan, typed or [("typed",)] * len(plan.calls))
+        return {start: (run.length, run.step) for start, run in found.items()}
+
+    n = MIN_RUN + 2
+    assert runs(_run_plan(n, backward=False)) == {1: (n, 1)}
+    assert runs(_run_plan(n, backward=True)) == {1: (n, -1)}
+    assert runs(_run_plan(MIN_RUN - 1, backward=False)) == {}
+    plan = _run_plan(n, backward=False)
+    retyped = [("typed",)] * 3 + [("other",)] * (len(plan.calls) - 3)
+    assert runs(plan, retyped) == {3: (n - 2, 1)}
+    # an output read by a later call cannot be stored in the list and forgotten
+    read_later = GraphPlan(
+        plan.n_arguments,
+        plan.items,
+        (*plan.calls, PlanCall(twice, (plan.calls[3].outputs[0],), (99,))),
+        (99,),
+        plan.lists,
+    )
+    assert runs(read_later) == {}
+    # items out of step
+    shuffled = GraphPlan(plan.n_arguments, plan.items, (plan.calls[0], *plan.calls[2:], plan.calls[1]), (), plan.lists)
+    assert runs(shuffled) == {1: (n - 1, 1)}
+
+
+def test_an_exception_inside_a_run_propagates():
+    n = 6
+    items = tuple(PlanItem(1 + k, 0, k) for k in range(n))
+    calls = tuple(PlanCall(checked, (1 + k,), (1 + n + k,)) for k in range(n))
+    graph = compiled(GraphPlan(1, items, calls, lists=(tuple(1 + n + k for k in range(n)),)))
+    xs = [np.ones(2) * k for k in range(n)]
+    assert len(graph((pack_of(xs),))[0]) == n
+    xs[4] = -np.ones(2)
+    with pytest.raises(ValueError, match="negative sum"):
+        graph((pack_of(xs),))

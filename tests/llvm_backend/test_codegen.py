@@ -206,3 +206,16 @@ def test_node_functions_are_shared_with_the_cache_on_or_off(cache):
     assert len(fn.vm.graph_source.plan.calls) == 5 and len(functions) == 1
     for got, value in zip(results, graph.values, strict=True):
         np.testing.assert_array_equal(got, value * 2)
+
+
+def test_like_nodes_on_packed_inputs_are_one_loop_whatever_their_number():
+    # y_i = x_i * 2 over n packed vectors, returned in one list: the calls are one run, so the graph
+    # function's IR is the same for 40 and 80 of them.
+    def kernel_size(n):
+        xs, values = _vectors(n)
+        fn, results = compare_llvm_numba_and_py(xs, [x * 2 for x in xs], values)
+        for result, value in zip(results, values, strict=True):
+            np.testing.assert_array_equal(result, value * 2)
+        return unoptimized_ir_size(fn).kernel
+
+    assert kernel_size(40) == kernel_size(80)

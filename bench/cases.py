@@ -27,6 +27,7 @@ from llvm_backend.tools.graphs import (
     fused_sum,
     join_arrays,
     logp_grad,
+    multi_sum,
     reduction,
     regression,
     scalar_index,
@@ -121,6 +122,11 @@ def _join_cases() -> list[Case]:
     ]
 
 
+def _data_and_rows(graph: Graph) -> tuple:
+    x, *ys = graph.values
+    return (x, tuple(ys))
+
+
 def _tuple_of_values(graph: Graph) -> tuple:
     return (tuple(graph.values),)
 
@@ -169,8 +175,9 @@ def _scalar_cases() -> list[Case]:
         for kind in ("sum", "max", "prod")
     ]
     fused = Case("reduction/fused_sum", "full reduction", fused_sum, references.fused_sum, _values)
+    merged = Case("reduction/multi_sum", "full reduction", multi_sum, references.multi_sum, _data_and_rows)
     index = Case("index/x3", "scalar index", scalar_index, references.index_into_scalar_math, _values, in_quick=True)
-    return [*reductions, fused, index]
+    return [*reductions, fused, merged, index]
 
 
 def _logp_cases() -> list[Case]:

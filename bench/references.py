@@ -75,6 +75,16 @@ def fused_sum(x):
 
 
 @fast_njit
+def multi_sum(x, ys):
+    """One pass over the data, one accumulator per sum."""
+    totals = np.zeros(len(ys))
+    for j in range(x.shape[0]):
+        for i in range(len(ys)):
+            totals[i] += x[j] * ys[i][j]
+    return [np.asarray(t) for t in totals]
+
+
+@fast_njit
 def index_into_scalar_math(x):
     xi = x[3]
     return np.exp(xi) * xi + 1.0

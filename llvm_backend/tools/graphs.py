@@ -18,6 +18,7 @@ __all__ = [
     "fused_sum",
     "join_arrays",
     "logp_grad",
+    "multi_sum",
     "reduction",
     "regression",
     "scalar_index",
@@ -166,6 +167,16 @@ def fused_sum(length: int = 1_000_000) -> Graph:
     x = pt.dvector("x")
     values = [np.linspace(0.0, 1.0, length)]
     return Graph("fused_sum", f"(x * 2 + 1).sum() of vector({length})", [x], [(x * 2 + 1).sum()], values)
+
+
+def multi_sum(k: int = 8, length: int = 400) -> Graph:
+    """``k`` full sums of different products of the same vectors, ``(x * y_i).sum()``: the shape of a
+    regression's gradient terms, ``k`` passes over ``x`` unless the loops are merged."""
+    x = pt.dvector("x")
+    ys = [pt.dvector(f"y{i}") for i in range(k)]
+    values = [np.linspace(0.0, 1.0, length), *(np.linspace(-1.0, 1.0, length) * (i + 1) for i in range(k))]
+    outputs = [(x * y).sum() for y in ys]
+    return Graph(f"multi_sum_{k}", f"{k} sums (x * y_i).sum() of vectors({length})", [x, *ys], outputs, values)
 
 
 def scalar_index(length: int = 16, index: int = 3) -> Graph:

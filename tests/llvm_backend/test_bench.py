@@ -72,6 +72,7 @@ def test_cases_are_selected_by_pattern():
         "reduction/max",
         "reduction/prod",
         "reduction/fused_sum",
+        "reduction/multi_sum",
     ]
     assert select_cases(quick=True, pattern="3d") == []
 

@@ -61,8 +61,11 @@ def compile_time_plot(results: list[Measurement], cases: dict, path: Path) -> Pa
     return path
 
 
-def per_call_plot(results: list[Measurement], path: Path) -> Path:
-    """Grouped bars of µs/call per case and mode (log scale), each labelled with its ratio to NUMBA."""
+def per_call_plot(results: list[Measurement], path: Path) -> Path | None:
+    """Grouped bars of µs/call per case and mode (log scale), each labelled with its ratio to NUMBA; None
+    without results (a run of the intrinsics' microbenchmarks alone)."""
+    if not results:
+        return None
     names = list(dict.fromkeys(r.graph for r in results))
     modes = _modes(results)
     by_key = {(r.graph, r.mode): r.us_per_call for r in results}

@@ -21,6 +21,7 @@ import llvmlite
 import numba
 import numpy as np
 import pytensor
+from llvm_backend_bench import intrinsics
 from llvm_backend_bench.cases import MODES, REFERENCE, Case
 from llvm_backend_bench.plots import draw_plots
 
@@ -69,6 +70,11 @@ NUTPIE_FOOTNOTE = (
     "through llvm_backend.nutpie.compile_pymc_model; us/gradient: sampling time over the gradient evaluations "
     "of both phases. Ratios against nutpie under NUMBA."
 )
+MICRO_FOOTNOTE = (
+    "Intrinsics: ours is a plain @njit function calling the intrinsic, peer the numba/numpy code a user would write "
+    "(a tuple where ours takes a pack); compile s is the first call of a fresh dispatcher in this process; IR instr "
+    "counts the optimized function's own instructions (not those of functions it calls); ratios against the peer."
+)
 QUICK_ROUNDS, FULL_ROUNDS = 3, 9
 ALLOCATION_CALLS = 10
 
@@ -81,6 +87,8 @@ class BenchRun:
     """Case name -> family, description and N (joins over N)."""
     nutpie: list[dict] = field(default_factory=list)
     """nutpie end to end on the PyMC cases: case, backend, seconds, compile_s, sample_s, us_per_gradient."""
+    micro: list[intrinsics.MicroResult] = field(default_factory=list)
+    """The microbenchmarks of the intrinsics (`llvm_backend_bench.intrinsics`)."""
 
 
 def reference_runner(case: Case, graph) -> Runner:
@@ -112,10 +120,11 @@ def run_bench(
     quick: bool = False,
     progress: Callable[[str], None] = print,
     modes: tuple[str, ...] = (*MODES, REFERENCE),
+    micro: list[intrinsics.Micro] = (),
 ) -> BenchRun:
     """Measure ``cases`` under ``modes`` (of `MODES` and `REFERENCE`, the cases' ``@njit`` references; stock
-    NUMBA left out takes the ratio columns with it); ``--quick`` runs fewer rounds and cold-compiles only what
-    each case names."""
+    NUMBA left out takes the ratio columns with it), then the intrinsics' microbenchmarks ``micro``; ``--quick``
+    runs fewer rounds and cold-compiles only what each case names."""
     results, described, nutpie = [], {}, []
     for i, case in enumerate(cases, start=1):
         step = partial(_numbered, progress, f"[{i}/{len(cases)}]")
@@ -130,7 +139,8 @@ def run_bench(
         described[case.name] = {"family": case.family, "description": description, "n": case.n}
         if case.nutpie is not None and not quick:
             nutpie.extend(measure_nutpie(case, step))
-    return BenchRun(quick, results, described, nutpie)
+    rounds = QUICK_ROUNDS if quick else FULL_ROUNDS
+    return BenchRun(quick, results, described, nutpie, intrinsics.measure_micro(list(micro), rounds, progress))
 
 
 def _numbered(progress: Callable[[str], None], number: str, message: str) -> None:
@@ -171,10 +181,12 @@ def format_nutpie_table(rows: list[dict]) -> str:
 def format_bench_table(run: BenchRun) -> str:
     """The Markdown table of ``run``, every value with its ratio to NUMBA, and its footnote; then nutpie's, if
     the run timed it."""
-    table = f"{format_inline_table(run.results, COLUMNS)}\n\n{FOOTNOTE}"
+    parts = [f"{format_inline_table(run.results, COLUMNS)}\n\n{FOOTNOTE}"] if run.results else []
     if run.nutpie:
-        table += f"\n\n{format_nutpie_table(run.nutpie)}\n\n{NUTPIE_FOOTNOTE}"
-    return table
+        parts.append(f"{format_nutpie_table(run.nutpie)}\n\n{NUTPIE_FOOTNOTE}")
+    if run.micro:
+        parts.append(f"{intrinsics.format_micro_table(run.micro)}\n\n{MICRO_FOOTNOTE}")
+    return "\n\n".join(parts)
 
 
 def _versions() -> dict:
@@ -199,6 +211,7 @@ def write_results(run: BenchRun, out_dir: Path) -> list[Path]:
         "cases": run.cases,
         "results": as_json(run.results),
         "nutpie": run.nutpie,
+        "intrinsics": intrinsics.as_json(run.micro),
         "plots": [path.name for path in plots],
     }
     json_path = out_dir / "bench.json"

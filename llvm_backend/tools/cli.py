@@ -97,6 +97,7 @@ def _ir(args) -> int:
 
 def _bench(args) -> int:
     from llvm_backend_bench.cases import MODES, REFERENCE, select_cases
+    from llvm_backend_bench.intrinsics import select_micro
     from llvm_backend_bench.run import format_bench_table, run_bench, write_results
 
     import llvm_backend  # noqa: F401  (registers the LLVM mode)
@@ -107,14 +108,15 @@ def _bench(args) -> int:
         except re.error as error:
             raise UsageError(f"--filter {args.filter!r} is not a regular expression: {error}") from None
     cases = select_cases(quick=args.quick, pattern=args.filter)
-    if not cases:
+    micro = [] if args.quick else select_micro(args.filter)
+    if not cases and not micro:
         raise UsageError(f"no case matches {args.filter!r}")
     known = (*MODES, REFERENCE)
     modes = tuple(args.mode or known)
     unknown = sorted(set(modes) - set(known))
     if unknown:
         raise UsageError(f"unknown mode {', '.join(unknown)} (modes: {' '.join(known)})")
-    run = run_bench(cases, quick=args.quick, progress=_progress, modes=modes)
+    run = run_bench(cases, quick=args.quick, progress=_progress, modes=modes, micro=micro)
     print(format_bench_table(run))
     for path in write_results(run, Path(args.out)):
         _progress(f"wrote {path}")

@@ -1,12 +1,15 @@
 import json
 
+import numba
 import numpy as np
 import pytest
 from llvm_backend_bench.cases import CASES, MODES, QUICK_CASES, REFERENCE, select_cases
+from llvm_backend_bench.intrinsics import MICRO_CASES, Micro, format_micro_table, measure_micro, select_micro
 from llvm_backend_bench.plots import COMPILE_PLOT, PER_CALL_PLOT, compile_time_plot, per_call_plot
 from llvm_backend_bench.run import BenchRun, format_bench_table
 
 import llvm_backend  # noqa: F401
+from intrinsics.argpack import ArrayPack
 from llvm_backend.tools.cli import main
 from llvm_backend.tools.graphs import join_arrays, logp_grad, reduction, scalar_index
 from llvm_backend.tools.measurements import FUNCTION_CALL, NUMBA_CALL, Measurement
@@ -161,3 +164,37 @@ def test_a_run_of_some_modes_measures_only_those():
 def test_bench_refuses_an_unknown_mode(capsys):
     assert main(["bench", "--filter", "index", "--mode", "NUMBAA"]) == 2
     assert "unknown mode NUMBAA" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", list(MICRO_CASES))
+def test_each_intrinsic_microbenchmark_computes_what_its_peer_does(name):
+    micro = MICRO_CASES[name]
+    arguments = micro.arguments()
+    peer_arguments = tuple(tuple(a.arrays) if isinstance(a, ArrayPack) else a for a in arguments)
+    # the peer's Python source is numpy: run as Python, it gives the values without numba's compile
+    np.testing.assert_allclose(micro.ours(*arguments), micro.peer.py_func(*peer_arguments), rtol=1e-9)
+
+
+def test_a_microbenchmark_of_ones_own_is_measured_and_tabulated():
+    @numba.njit
+    def mine(x):
+        return x.sum() * 2.0
+
+    @numba.njit
+    def theirs(x):
+        return np.sum(x) + np.sum(x)
+
+    micro = Micro("mine/double_sum", "sum twice", mine, theirs, lambda: (np.ones(100),))
+    results = measure_micro([micro], rounds=2, progress=lambda _: None)
+    assert [(r.side, r.function) for r in results] == [("ours", "mine"), ("peer", "theirs")]
+    for r in results:
+        assert r.compile_s > 0 and r.us_per_call > 0 and r.ir_instructions > 0
+        assert r.allocs_per_call == 1  # the input array, unboxed
+    [_, _, ours, peer] = format_micro_table(results).splitlines()
+    ratio = results[0].us_per_call / results[1].us_per_call
+    assert ours.startswith("| mine/double_sum | ours | mine |") and f"({ratio:.2f}x)" in ours
+    assert "x)" not in peer
+    assert [m.name for m in select_micro("^intrinsics/full_reduce/sum")] == [
+        "intrinsics/full_reduce/sum_1000",
+        "intrinsics/full_reduce/sum_1000000",
+    ]

@@ -186,9 +186,11 @@ def _fuzz(args) -> int:
     from llvm_backend.tools.fuzz.runner import run
 
     end = "\r" if sys.stderr.isatty() else "\n"
-    summary = run(
-        args.seed, args.graphs, args.minutes, Path(args.out), lambda s: print(s.status(), end=end, file=sys.stderr)
-    )
+
+    def progress(summary, note: str) -> None:
+        print(f"{summary.status()}{note and ', '}{note}", end=end, file=sys.stderr, flush=True)
+
+    summary = run(args.seed, args.graphs, args.minutes, Path(args.out), progress)
     print(file=sys.stderr)
     print(summary.format())
     return 1 if summary.failures else 0

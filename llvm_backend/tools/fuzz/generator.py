@@ -51,8 +51,9 @@ DTYPES = (
 
 LAYOUTS = ("C", "F", "strided", "negative", "broadcast")
 
-WIDE = 60
-"""Past this many inputs, outputs or entries of one node, stock NUMBA takes minutes to compile a graph."""
+WIDE = 30
+"""Past this many inputs, outputs or entries of one node, stock NUMBA takes from tens of seconds (60) to minutes
+(120 and more) to compile a graph: the fuzzer leaves it out there."""
 
 BIG_CONSTANT = 140_000
 """Elements of a float64 constant over 1 MB (numba would embed it as a dynamic global)."""

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hypothesis import HealthCheck, Verbosity, given, settings
+from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 from pytensor.scalar import Composite
@@ -49,6 +49,11 @@ TRACKED = tuple(
 
 class FuzzFailure(Exception):
     """A graph on which LLVM mismatched or crashed."""
+
+
+class _BudgetSpent(BaseException):
+    """Raised out of hypothesis (which lets through what is not an ``Exception``, without shrinking) when the
+    run's graphs or minutes are spent: returning without drawing would make its examples inconsistent."""
 
 
 def _inner_graphs(op) -> list:
@@ -170,10 +175,11 @@ class _Attempt:
     """One hypothesis run's state: the failing graph last seen (after shrinking, the smallest)."""
 
     failing: tuple[GraphSpec, Outcome] | None = None
+    shrinks: int = 0
 
 
 def _run_once(
-    summary: Summary, run_seed: int, limit: int, deadline: float, out: Path, progress: Callable[[Summary], None]
+    summary: Summary, run_seed: int, limit: int, deadline: float, out: Path, progress: Callable[[Summary, str], None]
 ) -> _Attempt:
     attempt = _Attempt()
     start = time.monotonic() - summary.seconds
@@ -186,16 +192,21 @@ def _run_once(
         suppress_health_check=list(HealthCheck),
         verbosity=Verbosity.quiet,
         report_multiple_bugs=False,
+        # no explain phase: its line tracer slows numba's compiles several times over
+        phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink],
     )
     @given(st.data())
     def fuzz(data):
         generating = attempt.failing is None
         if generating and (summary.graphs >= limit or time.monotonic() >= deadline):
-            return
+            raise _BudgetSpent
         spec = data.draw(generator.graphs(), label="graph")
         hoists = Counter()
         with counting_hoists(hoists):
             outcome = check_spec(spec)
+        if not generating:
+            attempt.shrinks += 1
+            progress(summary, f"shrinking a failure: {attempt.shrinks} graphs tried")
         if outcome.failures:
             attempt.failing = (spec, outcome)
             raise FuzzFailure(outcome.report())
@@ -204,10 +215,12 @@ def _run_once(
             summary.seconds = time.monotonic() - start
             for finding in outcome.stock:
                 summary.stock.append((finding.message, write_reproducer(out / "stock", "stock", spec, outcome)))
-            progress(summary)
+            progress(summary, "")
 
     try:
         fuzz()
+    except _BudgetSpent:
+        pass
     except Exception:
         # FuzzFailure, or hypothesis's own error when a shrunk graph's replay did not fail again
         if attempt.failing is None:
@@ -221,10 +234,11 @@ def run(
     graphs: int | None = None,
     minutes: float | None = None,
     out: Path = Path("fuzz-results"),
-    progress: Callable[[Summary], None] = lambda summary: None,
+    progress: Callable[[Summary, str], None] = lambda summary, note: None,
 ) -> Summary:
     """Fuzz until ``graphs`` graphs are checked or ``minutes`` have passed (100 graphs if neither is given);
-    reproducers of failures go to ``out`` (stock discrepancies to ``out/stock``)."""
+    reproducers of failures go to ``out`` (stock discrepancies to ``out/stock``). ``progress(summary, note)`` is
+    called after each graph and each shrinking step."""
     if graphs is None and minutes is None:
         graphs = 100
     limit = graphs if graphs is not None else 10**9
@@ -238,7 +252,7 @@ def run(
         for finding in outcome.failures:
             summary.failures.append((finding.kind, write_reproducer(out, finding.kind, spec, outcome)))
         summary.graphs += 1
-        progress(summary)
+        progress(summary, f"wrote a reproducer after {attempt.shrinks} shrinking steps")
         if summary.graphs >= limit or time.monotonic() >= deadline:
             break
     return summary

@@ -53,7 +53,8 @@ class FuzzFailure(Exception):
 
 class _BudgetSpent(BaseException):
     """Raised out of hypothesis (which lets through what is not an ``Exception``, without shrinking) when the
-    run's graphs or minutes are spent: returning without drawing would make its examples inconsistent."""
+    run's graphs or minutes are spent, after the graph is drawn: an example that draws less than an earlier one
+    with the same choices makes hypothesis fail with FlakyStrategyDefinition."""
 
 
 def _inner_graphs(op) -> list:
@@ -198,9 +199,9 @@ def _run_once(
     @given(st.data())
     def fuzz(data):
         generating = attempt.failing is None
+        spec = data.draw(generator.graphs(), label="graph")
         if generating and (summary.graphs >= limit or time.monotonic() >= deadline):
             raise _BudgetSpent
-        spec = data.draw(generator.graphs(), label="graph")
         hoists = Counter()
         with counting_hoists(hoists):
             outcome = check_spec(spec)

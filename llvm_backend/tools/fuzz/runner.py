@@ -17,6 +17,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
+from pytensor.graph.rewriting.basic import FromFunctionNodeRewriter
 from pytensor.scalar import Composite
 from pytensor.tensor.elemwise import Elemwise
 from pytensor.tensor.rewriting.fused_elemwise import FusedElemwise
@@ -90,20 +91,21 @@ def graph_coverage(fgraph) -> tuple[Counter, Counter]:
 
 @contextmanager
 def counting_hoists(counter: Counter):
-    """Count in ``counter[HOIST]`` the nodes `hoist_invariants` rewrites while open."""
-    transform = hoist_invariants.transform
+    """Count in ``counter[HOIST]`` the nodes `hoist_invariants` rewrites while open. A compile runs a copy of
+    the rewriter (the query copies it), so the count is of rewriters calling its function."""
+    transform = FromFunctionNodeRewriter.transform
 
-    def counted(fgraph, node, *args, **kwargs):
-        result = transform(fgraph, node, *args, **kwargs)
-        if result:
+    def counted(rewriter, fgraph, node, *args, **kwargs):
+        result = transform(rewriter, fgraph, node, *args, **kwargs)
+        if result and rewriter.fn is hoist_invariants.fn:
             counter[HOIST] += 1
         return result
 
-    hoist_invariants.transform = counted
+    FromFunctionNodeRewriter.transform = counted
     try:
         yield
     finally:
-        del hoist_invariants.transform
+        FromFunctionNodeRewriter.transform = transform
 
 
 def check_spec(spec: GraphSpec) -> Outcome:

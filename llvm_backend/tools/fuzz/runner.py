@@ -169,7 +169,7 @@ class Summary:
             f"op classes compiled under LLVM ({len(self.op_classes)}): " + ", ".join(sorted(self.op_classes)),
         ]
         lines += [f"{kind}: {path}" for kind, path in self.failures]
-        lines += [f"stock discrepancy: {message} ({path})" for message, path in self.stock]
+        lines += [f"stock discrepancy: {message.splitlines()[0]} ({path})" for message, path in self.stock]
         return "\n".join(lines)
 
 

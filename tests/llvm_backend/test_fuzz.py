@@ -20,7 +20,7 @@ from llvm_backend.tools.fuzz.reproducer import write_reproducer
 from llvm_backend.tools.fuzz.runner import TRACKED, run
 
 BOUNDED_SEED = 0
-BOUNDED_GRAPHS = 90
+BOUNDED_GRAPHS = 35
 
 
 def test_bounded_run_has_no_mismatch_or_crash(tmp_path):

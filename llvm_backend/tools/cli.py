@@ -1,4 +1,4 @@
-"""The ``llvm-backend`` command: ``report``, ``ir``, ``bench``, ``lowerings`` and ``cache``."""
+"""The ``llvm-backend`` command: ``report``, ``ir``, ``bench``, ``lowerings``, ``cache`` and ``fuzz``."""
 
 import argparse
 import json
@@ -241,6 +241,32 @@ def _add_cache(commands) -> None:
     cache.set_defaults(run=_cache)
 
 
+def _fuzz(args) -> int:
+    import llvm_backend  # noqa: F401  (registers the LLVM mode)
+    from llvm_backend.tools.fuzz.runner import run
+
+    end = "\r" if sys.stderr.isatty() else "\n"
+
+    def progress(summary, note: str) -> None:
+        print(f"{summary.status()}{note and ', '}{note}", end=end, file=sys.stderr, flush=True)
+
+    summary = run(args.seed, args.graphs, args.minutes, Path(args.out), progress)
+    print(file=sys.stderr)
+    print(summary.format())
+    return 1 if summary.failures else 0
+
+
+def _add_fuzz(commands) -> None:
+    fuzz = commands.add_parser(
+        "fuzz", help="check random graphs under LLVM against the py linker and stock NUMBA; write reproducers"
+    )
+    fuzz.add_argument("--seed", type=int, default=0, help="hypothesis seed (default: 0)")
+    fuzz.add_argument("--graphs", type=int, help="stop after this many graphs (default: 100 unless --minutes)")
+    fuzz.add_argument("--minutes", type=float, help="stop after this many minutes")
+    fuzz.add_argument("--out", metavar="DIR", default="fuzz-results", help="where to write reproducers")
+    fuzz.set_defaults(run=_fuzz)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="llvm-backend", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -249,6 +275,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_bench(commands)
     _add_lowerings(commands)
     _add_cache(commands)
+    _add_fuzz(commands)
     return parser
 
 

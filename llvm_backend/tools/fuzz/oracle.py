@@ -1,0 +1,202 @@
+"""The oracle: one graph compiled under the py linker, stock NUMBA and LLVM, called on the same inputs.
+
+Each mode gets fresh input values (``values()`` builds new arrays in their layouts), so an in-place bug in one
+mode cannot hide behind another's, and each call is checked to have left its inputs as they were (a compiled
+function's inputs are not mutable unless declared so, which the generated graphs never do). The reference is
+the py linker under PyTensor's default rewrites (``Mode(linker="py")``). LLVM must agree with it: equal
+outputs (dtype, shape, kind; exact for integers and bools, NaN where NaN, floats within `TOLERANCES`), or the
+same exception type where the py linker raises. ``fn.vm.jit_fn`` is called too and must agree with the
+Function. Where LLVM disagrees with the py linker exactly as stock NUMBA does, or stock NUMBA alone
+disagrees, the finding is a stock discrepancy, not ours. Wide graphs are compiled under stock NUMBA (which takes
+minutes over them) only where LLVM disagrees with the py linker, to tell the two cases apart.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytensor
+from pytensor.compile.mode import Mode
+
+__all__ = ["PY", "TOLERANCES", "Finding", "Outcome", "Run", "check", "difference", "disagreement"]
+
+PY = Mode(linker="py")
+
+TOLERANCES = {np.dtype("float32"): 1e-3, np.dtype("float64"): 1e-7}
+"""Relative tolerance per float dtype; the absolute one is the same times the largest finite magnitude
+expected (sums reordered into vector lanes cancel differently)."""
+
+
+@dataclass
+class Run:
+    """One mode's result: its outputs, or the exception it raised (compiling or calling), and the positions of
+    the inputs its call modified."""
+
+    outputs: list | None = None
+    error: BaseException | None = None
+    stage: str = "call"
+    mutated: list[int] = field(default_factory=list)
+    function: object = None
+
+
+@dataclass(frozen=True)
+class Finding:
+    """``kind``: "mismatch" (LLVM disagrees), "crash" (LLVM raised where the py linker did not) or "stock"
+    (stock NUMBA disagrees with the py linker, and LLVM either agrees or follows stock)."""
+
+    kind: str
+    message: str
+
+
+@dataclass
+class Outcome:
+    runs: dict[str, Run]
+    findings: list[Finding] = field(default_factory=list)
+    invalid: bool = False
+    """The py linker could not compile the graph: nothing to compare."""
+
+    @property
+    def failures(self) -> list[Finding]:
+        return [f for f in self.findings if f.kind in ("mismatch", "crash")]
+
+    @property
+    def stock(self) -> list[Finding]:
+        return [f for f in self.findings if f.kind == "stock"]
+
+    @property
+    def llvm_function(self):
+        run = self.runs.get("LLVM")
+        return None if run is None else run.function
+
+    def report(self) -> str:
+        if self.invalid:
+            return f"invalid graph: the py linker cannot compile it ({self.runs['py'].error!r})"
+        if not self.findings:
+            return f"agree ({', '.join(self.runs)})"
+        return "\n".join(f"{f.kind}: {f.message}" for f in self.findings)
+
+
+def _kind(value) -> str:
+    if isinstance(value, np.ndarray):
+        return "ndarray"
+    if isinstance(value, np.generic):
+        return "numpy scalar"
+    return type(value).__name__
+
+
+def difference(actual, expected) -> str | None:
+    """How ``actual`` differs from ``expected`` (kind, dtype, shape, values), or None if it does not."""
+    if _kind(actual) != _kind(expected):
+        return f"{_kind(actual)} instead of {_kind(expected)}"
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    if actual.dtype != expected.dtype:
+        return f"dtype {actual.dtype} instead of {expected.dtype}"
+    if actual.shape != expected.shape:
+        return f"shape {actual.shape} instead of {expected.shape}"
+    if actual.dtype.kind not in "fc":
+        if np.array_equal(actual, expected):
+            return None
+        wrong = tuple(int(i) for i in np.argwhere(actual != expected)[0])
+        return f"at {wrong}: {actual[wrong].item()!r} instead of {expected[wrong].item()!r}"
+    finite = expected[np.isfinite(expected)]
+    rtol = TOLERANCES.get(actual.dtype, 1e-2)
+    atol = rtol * float(np.max(np.abs(finite))) if finite.size else 0.0
+    close = np.isclose(actual, expected, rtol=rtol, atol=atol, equal_nan=True)
+    if close.all():
+        return None
+    wrong = tuple(int(i) for i in np.argwhere(~close)[0])
+    return f"at {wrong}: {actual[wrong].item()!r} instead of {expected[wrong].item()!r} (rtol {rtol})"
+
+
+def _same_values(a, b) -> bool:
+    a, b = np.asarray(a), np.asarray(b)
+    return a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b, equal_nan=a.dtype.kind in "fc")
+
+
+def _call(fn, values: Callable[[], list]) -> Run:
+    arguments, pristine = values(), values()
+    try:
+        outputs = fn(*arguments)
+    except Exception as error:
+        run = Run(error=error, function=fn)
+    else:
+        run = Run(outputs=list(outputs), function=fn)
+    run.mutated = [i for i, (a, b) in enumerate(zip(arguments, pristine, strict=True)) if not _same_values(a, b)]
+    return run
+
+
+def _run(mode, inputs, outputs, values) -> Run:
+    try:
+        fn = pytensor.function(inputs, outputs, mode=mode, on_unused_input="ignore")
+    except Exception as error:
+        return Run(error=error, stage="compile")
+    return _call(fn, values)
+
+
+def disagreement(run: Run, reference: Run) -> str | None:
+    """How ``run`` differs from ``reference``: raising or not, the exception type, the outputs."""
+    if run.error is not None or reference.error is not None:
+        if run.error is None:
+            return f"returned where the reference raised {type(reference.error).__name__}: {reference.error}"
+        if reference.error is None:
+            return f"raised {type(run.error).__name__} while {run.stage}ing: {run.error}"
+        if type(run.error) is not type(reference.error):
+            return f"raised {type(run.error).__name__} instead of {type(reference.error).__name__}: {run.error}"
+        return None
+    if len(run.outputs) != len(reference.outputs):
+        return f"{len(run.outputs)} outputs instead of {len(reference.outputs)}"
+    for i, (got, want) in enumerate(zip(run.outputs, reference.outputs, strict=True)):
+        problem = difference(got, want)
+        if problem:
+            return f"output {i}: {problem}"
+    return None
+
+
+def _classify(runs: dict[str, Run]) -> list[Finding]:
+    py, llvm, numba = runs["py"], runs["LLVM"], runs.get("NUMBA")
+    findings = []
+    stock = None if numba is None else disagreement(numba, py)
+    ours = disagreement(llvm, py)
+    if ours and stock and disagreement(llvm, numba) is None:
+        findings.append(Finding("stock", f"NUMBA and LLVM vs py: {stock}"))
+    elif ours:
+        kind = "crash" if llvm.error is not None and py.error is None else "mismatch"
+        findings.append(Finding(kind, f"LLVM vs py: {ours}"))
+    elif stock:
+        findings.append(Finding("stock", f"NUMBA vs py: {stock}"))
+    for name, run in runs.items():
+        if run.mutated:
+            kind = "mismatch" if name == "LLVM" and not (numba and numba.mutated == run.mutated) else "stock"
+            findings.append(Finding(kind, f"{name} modified input(s) {run.mutated}"))
+    return findings
+
+
+def _jit_fn_findings(llvm: Run, values) -> list[Finding]:
+    """``fn.vm.jit_fn`` on fresh inputs must agree with the Function (and leave its inputs alone)."""
+    jit_fn = getattr(llvm.function.vm, "jit_fn", None)
+    if jit_fn is None:
+        return [Finding("mismatch", "the LLVM Function has no vm.jit_fn")]
+    run = _call(jit_fn, values)
+    findings = []
+    problem = disagreement(run, llvm)
+    if problem:
+        kind = "crash" if run.error is not None and llvm.error is None else "mismatch"
+        findings.append(Finding(kind, f"jit_fn vs the LLVM Function: {problem}"))
+    if run.mutated:
+        findings.append(Finding("mismatch", f"jit_fn modified input(s) {run.mutated}"))
+    return findings
+
+
+def check(inputs, outputs, values: Callable[[], list], stock: bool = True) -> Outcome:
+    """Compile ``outputs`` of ``inputs`` under the py linker, LLVM and stock NUMBA (if ``stock`` is false, only
+    where LLVM and the py linker disagree), call each on ``values()`` and compare (see the module docstring)."""
+    runs = {"py": _run(PY, inputs, outputs, values)}
+    if runs["py"].error is not None and runs["py"].stage == "compile":
+        return Outcome(runs, invalid=True)
+    runs["LLVM"] = _run("LLVM", inputs, outputs, values)
+    if stock or disagreement(runs["LLVM"], runs["py"]):
+        runs["NUMBA"] = _run("NUMBA", inputs, outputs, values)
+    findings = _classify(runs)
+    if runs["LLVM"].function is not None:
+        findings += _jit_fn_findings(runs["LLVM"], values)
+    return Outcome(runs, findings)

@@ -1,0 +1,178 @@
+"""The differential fuzzer: a bounded run, the oracle catching planted bugs, reproducers that rebuild graphs."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytensor.tensor as pt
+import pytest
+from hypothesis import HealthCheck, given, seed, settings
+from pytensor.graph.basic import Apply, equal_computations
+from pytensor.graph.op import Op
+from pytensor.link.numba.dispatch import numba_funcify
+from pytensor.link.numba.dispatch.basic import numba_njit
+
+import llvm_backend  # noqa: F401  (registers the LLVM mode)
+from llvm_backend.dispatch import LOWERINGS, register_lowering
+from llvm_backend.tools.fuzz.generator import FAMILIES, graphs
+from llvm_backend.tools.fuzz.oracle import check
+from llvm_backend.tools.fuzz.reproducer import write_reproducer
+from llvm_backend.tools.fuzz.runner import TRACKED, run
+
+BOUNDED_SEED = 0
+BOUNDED_GRAPHS = 35
+
+
+def test_bounded_run_has_no_mismatch_or_crash(tmp_path):
+    summary = run(BOUNDED_SEED, BOUNDED_GRAPHS, out=tmp_path)
+    assert summary.failures == [], summary.format()
+    assert summary.graphs == BOUNDED_GRAPHS
+    assert [f for f in FAMILIES if not summary.families[f]] == [], summary.format()
+    assert summary.tracked["Join"] and summary.tracked["ScalarCAReduce"], summary.format()
+
+
+class Planted(Op):
+    """``x -> x`` (py linker and stock NUMBA); the LLVM lowering below does the planted wrong thing."""
+
+    __props__ = ("bug",)
+
+    def __init__(self, bug: str):
+        self.bug = bug
+
+    def make_node(self, x):
+        x = pt.as_tensor(x)
+        return Apply(self, [x], [x.type()])
+
+    def perform(self, node, inputs, outputs):
+        [x] = inputs
+        if self.bug == "exception" and x[0] < 0:
+            raise IndexError("negative")
+        outputs[0][0] = x.copy()
+
+
+@numba_funcify.register(Planted)
+def _stock_planted(op, node, **kwargs):
+    raises = op.bug == "exception"
+
+    @numba_njit
+    def planted(x):
+        if raises and x[0] < 0:
+            raise IndexError("negative")
+        return x.copy()
+
+    return planted
+
+
+def _planted_lowering(op, node, **kwargs):
+    bug = op.bug
+
+    @numba_njit
+    def planted(x):
+        if bug == "exception" and x[0] < 0:
+            raise ValueError("negative")
+        if bug == "mutation":
+            x[0] = 99.0
+        y = x.copy()
+        if bug == "value":
+            y[-1] += 1.0
+        return y
+
+    return planted, None
+
+
+@pytest.fixture
+def planted_lowering():
+    register_lowering(Planted, _planted_lowering)(_planted_lowering)
+    yield
+    del LOWERINGS[Planted]
+
+
+def _check_planted(bug: str, value: np.ndarray):
+    x = pt.dvector("x")
+    return check([x], [Planted(bug)(x)], lambda: [value.copy()])
+
+
+def test_oracle_agrees_without_a_bug(planted_lowering):
+    outcome = _check_planted("none", np.array([1.0, 2.0]))
+    assert outcome.findings == [], outcome.report()
+
+
+def test_oracle_catches_a_wrong_answer(planted_lowering):
+    outcome = _check_planted("value", np.array([1.0, 2.0]))
+    assert [f.kind for f in outcome.failures] == ["mismatch"], outcome.report()
+    assert "output 0: at (1,)" in outcome.failures[0].message
+
+
+def test_oracle_catches_a_wrong_exception_type(planted_lowering):
+    outcome = _check_planted("exception", np.array([-1.0, 2.0]))
+    assert [f.kind for f in outcome.failures] == ["mismatch"], outcome.report()
+    assert "raised ValueError instead of IndexError" in outcome.failures[0].message
+
+
+def test_oracle_catches_an_input_mutation(planted_lowering):
+    outcome = _check_planted("mutation", np.array([1.0, 2.0]))
+    messages = [f.message for f in outcome.failures]
+    assert "LLVM modified input(s) [0]" in messages, outcome.report()
+    assert "jit_fn modified input(s) [0]" in messages, outcome.report()
+
+
+def test_oracle_reports_a_stock_only_discrepancy_apart():
+    """Where stock NUMBA disagrees with the py linker and LLVM follows it (here: the max of an empty array,
+    which the py linker refuses), the finding is a stock discrepancy, not a failure; an op LLVM leaves to
+    stock (no lowering) raising as the py linker does is no finding at all."""
+    x = pt.dvector("x")
+    outcome = check([x], [Planted("exception")(x)], lambda: [np.array([-1.0, 2.0])])
+    assert outcome.findings == []
+    outcome = check([x], [pt.max(x)], lambda: [np.array([], dtype="float64")])
+    assert outcome.failures == []
+    assert [f.kind for f in outcome.stock] == ["stock"], outcome.report()
+
+
+@pytest.mark.parametrize("stock", [True, False])
+def test_oracle_tells_a_py_linker_quirk_from_a_mismatch(stock):
+    """The py linker's Composite raises OverflowError on ``~~x`` of unsigned integers (a Python int -2); stock
+    NUMBA agrees with LLVM, also when it is run only to break the tie (``stock=False``, as for wide graphs)."""
+    x = pt.tensor("x", dtype="uint8", shape=(None,))
+    outcome = check([x], [pt.invert(pt.invert(x))], lambda: [np.arange(3, dtype="uint8")], stock=stock)
+    assert outcome.failures == [], outcome.report()
+    assert len(outcome.stock) == 1, outcome.report()
+    assert "NUMBA and LLVM vs py: returned where the reference raised OverflowError" in outcome.stock[0].message
+
+
+def _a_graph_with(families: set[str]):
+    drawn = []
+
+    @seed(3)
+    @settings(max_examples=200, database=None, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(graphs(max_nodes=6))
+    def draw(spec):
+        if not drawn and families <= set(spec.families) and not spec.wide:
+            drawn.append(spec)
+
+    draw()
+    return drawn[0]
+
+
+def test_reproducer_runs_and_rebuilds_the_graph(tmp_path):
+    spec = _a_graph_with({"join", "reduce"})
+    inputs, outputs = spec.build()
+    outcome = check(inputs, outputs, spec.values)
+    path = write_reproducer(tmp_path, "agree", spec, outcome)
+
+    namespace = {"__name__": "reproducer"}
+    exec(compile(path.read_text(), str(path), "exec"), namespace)
+    rebuilt_inputs, rebuilt_outputs = namespace["build"]()
+    assert equal_computations(rebuilt_outputs, outputs, rebuilt_inputs, inputs)
+    for rebuilt, value in zip(namespace["values"](), spec.values(), strict=True):
+        np.testing.assert_array_equal(rebuilt, value)
+        assert rebuilt.strides == value.strides
+
+    result = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.strip() == outcome.report()
+
+
+def test_tracked_names_the_lowerings_and_scalarize_ops():
+    for name in ("Join", "MakeVector", "ScalarCAReduce", "ScalarizedJoin", "ScalarSubtensor", "FusedElemwise"):
+        assert name in TRACKED
+    assert "hoist_invariants" in TRACKED

@@ -5,7 +5,7 @@ import pytensor
 from pytensor.compile.mode import Mode
 from pytensor.graph.rewriting.db import RewriteDatabaseQuery
 
-__all__ = ["PY_MODE", "assert_same_result", "compare_llvm_numba_and_py"]
+__all__ = ["PY_MODE", "assert_same_result", "compare_llvm_numba_and_py", "value_kind"]
 
 PY_MODE = Mode(
     linker="py",
@@ -14,7 +14,8 @@ PY_MODE = Mode(
 """The reference: each op's ``perform``, on the graph as written (minimal rewrites)."""
 
 
-def _kind(value) -> str:
+def value_kind(value) -> str:
+    """ "ndarray", "numpy scalar" or the Python type's name: what a backend returned, beyond its dtype."""
     if isinstance(value, np.ndarray):
         return "ndarray"
     if isinstance(value, np.generic):
@@ -27,7 +28,9 @@ def assert_same_result(actual, expected, label: str, rtol: float | None = None, 
 
     ``rtol`` defaults by precision: 1e-2 for float16, 1e-4 for float32/complex64, else 1e-7.
     """
-    assert _kind(actual) == _kind(expected), f"{label}: {_kind(actual)} instead of {_kind(expected)}"
+    assert value_kind(actual) == value_kind(expected), (
+        f"{label}: {value_kind(actual)} instead of {value_kind(expected)}"
+    )
     actual, expected = np.asarray(actual), np.asarray(expected)
     assert actual.dtype == expected.dtype, f"{label}: dtype {actual.dtype} instead of {expected.dtype}"
     assert actual.shape == expected.shape, f"{label}: shape {actual.shape} instead of {expected.shape}"

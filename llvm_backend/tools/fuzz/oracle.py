@@ -18,6 +18,8 @@ import numpy as np
 import pytensor
 from pytensor.compile.mode import Mode
 
+from llvm_backend.tools.testing import value_kind
+
 __all__ = ["PY", "TOLERANCES", "Finding", "Outcome", "Run", "check", "difference", "disagreement"]
 
 PY = Mode(linker="py")
@@ -76,18 +78,10 @@ class Outcome:
         return "\n".join(f"{f.kind}: {f.message}" for f in self.findings)
 
 
-def _kind(value) -> str:
-    if isinstance(value, np.ndarray):
-        return "ndarray"
-    if isinstance(value, np.generic):
-        return "numpy scalar"
-    return type(value).__name__
-
-
 def difference(actual, expected) -> str | None:
     """How ``actual`` differs from ``expected`` (kind, dtype, shape, values), or None if it does not."""
-    if _kind(actual) != _kind(expected):
-        return f"{_kind(actual)} instead of {_kind(expected)}"
+    if value_kind(actual) != value_kind(expected):
+        return f"{value_kind(actual)} instead of {value_kind(expected)}"
     actual, expected = np.asarray(actual), np.asarray(expected)
     if actual.dtype != expected.dtype:
         return f"dtype {actual.dtype} instead of {expected.dtype}"

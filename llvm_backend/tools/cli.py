@@ -243,14 +243,14 @@ def _add_cache(commands) -> None:
 
 def _fuzz(args) -> int:
     import llvm_backend  # noqa: F401  (registers the LLVM mode)
-    from llvm_backend.tools.fuzz.runner import run
+    from llvm_backend.tools.fuzz.isolated import run_isolated
 
     end = "\r" if sys.stderr.isatty() else "\n"
 
     def progress(summary, note: str) -> None:
         print(f"{summary.status()}{note and ', '}{note}", end=end, file=sys.stderr, flush=True)
 
-    summary = run(args.seed, args.graphs, args.minutes, Path(args.out), progress)
+    summary = run_isolated(args.seed, args.graphs, args.minutes, Path(args.out), progress)
     print(file=sys.stderr)
     print(summary.format())
     return 1 if summary.failures else 0

@@ -1,7 +1,9 @@
 """The differential fuzzer: a bounded run, the oracle catching planted bugs, reproducers that rebuild graphs."""
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytensor.tensor as pt
@@ -15,9 +17,10 @@ from pytensor.link.numba.dispatch.basic import numba_njit
 import llvm_backend  # noqa: F401  (registers the LLVM mode)
 from llvm_backend.dispatch import LOWERINGS, register_lowering
 from llvm_backend.tools.fuzz.generator import FAMILIES, graphs
+from llvm_backend.tools.fuzz.isolated import WorkerError, run_isolated
 from llvm_backend.tools.fuzz.oracle import check
 from llvm_backend.tools.fuzz.reproducer import write_reproducer
-from llvm_backend.tools.fuzz.runner import TRACKED, run
+from llvm_backend.tools.fuzz.runner import PENDING, TRACKED, run
 
 BOUNDED_SEED = 0
 BOUNDED_GRAPHS = 35
@@ -29,6 +32,36 @@ def test_bounded_run_has_no_mismatch_or_crash(tmp_path):
     assert summary.graphs == BOUNDED_GRAPHS
     assert [f for f in FAMILIES if not summary.families[f]] == [], summary.format()
     assert summary.tracked["Join"] and summary.tracked["ScalarCAReduce"], summary.format()
+
+
+ROOT = Path(__file__).parents[2]
+
+
+@pytest.fixture
+def importable_tests(monkeypatch):
+    """The child processes of an isolated run can import ``tests.llvm_backend.dying_oracle``."""
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+
+
+def test_isolated_run_records_a_graph_that_kills_the_process_and_goes_on(tmp_path, importable_tests):
+    """Each child aborts on its second graph: the run counts both deaths as crashes, writes the graphs they
+    died on as reproducers that name the signal and the last words, and goes on until its budget is spent."""
+    summary = run_isolated(0, graphs=4, out=tmp_path, check="tests.llvm_backend.dying_oracle:check")
+    assert summary.graphs == 4, summary.format()
+    assert [kind for kind, _ in summary.failures] == ["crash", "crash"], summary.format()
+    assert summary.run_seed == 1
+    assert summary.op_classes["Elemwise"], summary.format()
+    assert not (tmp_path / PENDING).exists()
+    reproducer = summary.failures[0][1]
+    source = reproducer.read_text()
+    assert "SIGABRT" in source and "LLVM ERROR: planted abort" in source
+    # the graph itself is fine under the real oracle: the reproducer runs and exits 0
+    subprocess.run([sys.executable, str(reproducer)], check=True, capture_output=True, timeout=600)
+
+
+def test_isolated_run_reports_a_worker_that_fails_outside_any_graph(tmp_path, importable_tests):
+    with pytest.raises(WorkerError, match="AttributeError"):
+        run_isolated(0, graphs=2, out=tmp_path, check="tests.llvm_backend.dying_oracle:no_such_oracle")
 
 
 class Planted(Op):

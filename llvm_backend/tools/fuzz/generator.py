@@ -330,8 +330,27 @@ def _binary_operands(draw, g: _Draft, a: Value, kinds: str = "biuf") -> Value:
     return _pick(draw, partners)
 
 
+def _associative(draw, g: _Draft, a: Value) -> None:
+    """A unary op of ``pt.add`` or ``pt.mul`` of ``a`` and 2 to 4 operands of its dtype that broadcast to its
+    shape, some of them new 0-d inputs: loop-invariant operands among a loop's, which `hoist_invariants` groups
+    and hoists."""
+    operands = [a]
+    for _ in range(draw(st.integers(2, 4))):
+        fits = [
+            b for b in g.pool if b.dtype == a.dtype and _static_broadcasts(a, b) and _broadcast_shape(a, b) == a.shape
+        ]
+        operands.append(_pick(draw, fits) if draw(st.booleans()) else draw(_input(g, a.dtype, ())))
+    op = draw(st.sampled_from(("pt.add", "pt.mul")))
+    # a unary op after it, so that fusion makes the two one Composite (which is what the hoist splits)
+    unary = draw(st.sampled_from(UNARY[a.kind]))
+    g.add("binary", f"{unary}({op}({', '.join(v.name for v in operands)}))", _broadcast_shape(*operands))
+
+
 def _binary(draw, g: _Draft) -> None:
     a = _pick(draw, g.pool)
+    if a.ndim and draw(st.integers(0, 3)) == 0:
+        _associative(draw, g, a)
+        return
     if a.kind in "biu" and draw(st.booleans()):
         b = _binary_operands(draw, g, a, "b" if a.kind == "b" else "iu")
         op = draw(st.sampled_from(BITWISE))
@@ -574,13 +593,15 @@ DRAWS = {
 
 @st.composite
 def _wide_inputs(draw, g: _Draft) -> None:
-    """31 to 300 inputs of one dtype and shape (which the LLVM mode takes as packs) and an op per input."""
+    """31 to 300 inputs of one dtype and shape (which the LLVM mode takes as packs), of 0-d ones maybe their
+    stack (a MakeVector wider than a call), and maybe an op per input."""
     dtype = draw(st.sampled_from(DTYPES))
-    shape = draw(_shapes(max_ndim=2))
-    for _ in range(draw(st.integers(31, 300))):
-        draw(_input(g, dtype, shape))
+    shape = draw(st.one_of(st.just(()), _shapes(max_ndim=2)))
+    inputs = [draw(_input(g, dtype, shape)) for _ in range(draw(st.integers(31, 300)))]
+    if not shape and draw(st.booleans()):
+        g.add("make_vector", f"pt.stack([{', '.join(x.name for x in inputs)}])", (len(inputs),))
     if draw(st.booleans()):
-        for x in list(g.pool):
+        for x in inputs:
             op = draw(st.sampled_from(UNARY[x.kind]))
             g.add("unary", f"{op}({x.name})", x.shape)
 

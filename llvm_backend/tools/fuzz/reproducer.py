@@ -11,7 +11,9 @@ from pathlib import Path
 from llvm_backend.tools.fuzz.generator import IMPORTS, GraphSpec
 from llvm_backend.tools.fuzz.oracle import Outcome
 
-__all__ = ["reproducer_source", "write_reproducer"]
+__all__ = ["NOT_CHECKED", "reproducer_source", "write_crash", "write_reproducer"]
+
+NOT_CHECKED = "(not checked yet: written before the compile; left behind, it is the graph the process died on)"
 
 _MAIN = """
 
@@ -28,7 +30,7 @@ if __name__ == "__main__":
 
 def reproducer_source(spec: GraphSpec, outcome: Outcome | None = None) -> str:
     """The module: a docstring with what the oracle found, the imports, ``build()``, ``values()`` and a main."""
-    found = outcome.report() if outcome is not None else "(not checked)"
+    found = outcome.report() if outcome is not None else NOT_CHECKED
     docstring = (
         '"""A graph from `llvm-backend fuzz`.\n\nThe oracle found:\n\n' + found.replace('"""', "'''") + '\n"""\n\n'
     )
@@ -41,4 +43,14 @@ def write_reproducer(directory: Path, kind: str, spec: GraphSpec, outcome: Outco
     digest = hashlib.sha256(spec.module.encode()).hexdigest()[:12]
     path = directory / f"{kind}-{digest}.py"
     path.write_text(reproducer_source(spec, outcome))
+    return path
+
+
+def write_crash(directory: Path, pending: str, message: str) -> Path:
+    """Write ``pending`` (a reproducer written before its graph was checked) as ``crash-<hash>.py`` in
+    ``directory``, what the oracle found replaced by ``message`` (how the process died), and return its path."""
+    directory.mkdir(parents=True, exist_ok=True)
+    source = pending.replace(NOT_CHECKED, message.replace('"""', "'''"), 1)
+    path = directory / f"crash-{hashlib.sha256(pending.encode()).hexdigest()[:12]}.py"
+    path.write_text(source)
     return path

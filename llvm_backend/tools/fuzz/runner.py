@@ -6,6 +6,7 @@ applies: the shrinking replays must fail as the first run did) and the smallest 
 a reproducer. The run then goes on under the next seed until the budget is spent.
 """
 
+import json
 import math
 import time
 from collections import Counter
@@ -28,9 +29,9 @@ from llvm_backend.rewrites.hoist import hoist_invariants
 from llvm_backend.tools.fuzz import generator
 from llvm_backend.tools.fuzz.generator import FAMILIES, GraphSpec
 from llvm_backend.tools.fuzz.oracle import Outcome, check
-from llvm_backend.tools.fuzz.reproducer import write_reproducer
+from llvm_backend.tools.fuzz.reproducer import reproducer_source, write_reproducer
 
-__all__ = ["TRACKED", "FuzzFailure", "Summary", "check_spec", "run"]
+__all__ = ["PENDING", "TRACKED", "FuzzFailure", "Summary", "check_spec", "run", "write_pending"]
 
 HOIST = "hoist_invariants"
 TRACKED = tuple(
@@ -108,6 +109,19 @@ def counting_hoists(counter: Counter):
         FromFunctionNodeRewriter.transform = transform
 
 
+PENDING = "pending.py"
+"""The graph being checked, written before its compile: what is left behind when the process dies."""
+
+
+def write_pending(out: Path, spec: GraphSpec) -> Path:
+    """Write ``spec``'s reproducer to ``out/PENDING`` (whole or not at all) and return its path."""
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / PENDING
+    partial = path.with_suffix(".partial")
+    partial.write_text(reproducer_source(spec))
+    return partial.replace(path)
+
+
 def check_spec(spec: GraphSpec) -> Outcome:
     """The oracle on ``spec``'s graph and values; stock NUMBA is left out of wide graphs (see `GraphSpec.wide`)."""
     inputs, outputs = spec.build()
@@ -117,6 +131,8 @@ def check_spec(spec: GraphSpec) -> Outcome:
 @dataclass
 class Summary:
     seed: int
+    run_seed: int | None = None
+    """The hypothesis seed in use last (the run moves to the next one after each failure)."""
     graphs: int = 0
     invalid: int = 0
     without_stock: int = 0
@@ -146,6 +162,32 @@ class Summary:
             classes, tracked = graph_coverage(fn.maker.fgraph)
             self.op_classes.update(set(classes))
             self.tracked.update(set(tracked) | set(hoists))
+
+    def merge(self, other: "Summary") -> None:
+        """Add ``other``'s counts and findings (a later part of the same run) to this summary."""
+        self.run_seed = other.run_seed
+        self.graphs += other.graphs
+        self.invalid += other.invalid
+        self.without_stock += other.without_stock
+        self.families.update(other.families)
+        self.op_classes.update(other.op_classes)
+        self.tracked.update(other.tracked)
+        self.failures += other.failures
+        self.stock += other.stock
+
+    def to_json(self) -> str:
+        fields = {**self.__dict__, "failures": [[k, str(p)] for k, p in self.failures]}
+        fields["stock"] = [[m, str(p)] for m, p in self.stock]
+        return json.dumps(fields)
+
+    @classmethod
+    def from_json(cls, text: str) -> "Summary":
+        fields = json.loads(text)
+        for name in ("families", "op_classes", "tracked"):
+            fields[name] = Counter(fields[name])
+        fields["failures"] = [(k, Path(p)) for k, p in fields["failures"]]
+        fields["stock"] = [(m, Path(p)) for m, p in fields["stock"]]
+        return cls(**fields)
 
     def status(self) -> str:
         return (
@@ -182,7 +224,13 @@ class _Attempt:
 
 
 def _run_once(
-    summary: Summary, run_seed: int, limit: int, deadline: float, out: Path, progress: Callable[[Summary, str], None]
+    summary: Summary,
+    run_seed: int,
+    limit: int,
+    deadline: float,
+    out: Path,
+    progress: Callable[[Summary, str], None],
+    check: Callable[[GraphSpec], Outcome],
 ) -> _Attempt:
     attempt = _Attempt()
     start = time.monotonic() - summary.seconds
@@ -205,8 +253,10 @@ def _run_once(
         if generating and (summary.graphs >= limit or time.monotonic() >= deadline):
             raise _BudgetSpent
         hoists = Counter()
+        pending = write_pending(out, spec)
         with counting_hoists(hoists):
-            outcome = check_spec(spec)
+            outcome = check(spec)
+        pending.unlink()
         if not generating:
             attempt.shrinks += 1
             progress(summary, f"shrinking a failure: {attempt.shrinks} graphs tried")
@@ -238,17 +288,21 @@ def run(
     minutes: float | None = None,
     out: Path = Path("fuzz-results"),
     progress: Callable[[Summary, str], None] = lambda summary, note: None,
+    check: Callable[[GraphSpec], Outcome] = check_spec,
 ) -> Summary:
     """Fuzz until ``graphs`` graphs are checked or ``minutes`` have passed (100 graphs if neither is given);
     reproducers of failures go to ``out`` (stock discrepancies to ``out/stock``). ``progress(summary, note)`` is
-    called after each graph and each shrinking step."""
+    called after each graph and each shrinking step; ``check`` is the oracle on one graph. A process that dies
+    while checking a graph leaves it in ``out/PENDING`` (`run_isolated` runs this in a child process to go on
+    past such deaths)."""
     if graphs is None and minutes is None:
         graphs = 100
     limit = graphs if graphs is not None else 10**9
     deadline = time.monotonic() + (minutes * 60 if minutes is not None else math.inf)
     summary = Summary(seed)
     for run_seed in range(seed, seed + 10**6):
-        attempt = _run_once(summary, run_seed, limit, deadline, out, progress)
+        summary.run_seed = run_seed
+        attempt = _run_once(summary, run_seed, limit, deadline, out, progress, check)
         if attempt.failing is None:
             break
         spec, outcome = attempt.failing

@@ -36,12 +36,14 @@ from llvm_backend.tools.graphs import (
 )
 from llvm_backend.tools.measure import defined_instruction_count, recording_ir_modules
 
-__all__ = ["CASES", "MODES", "QUICK_CASES", "REFERENCE", "Case", "cold_compile_job", "select_cases"]
+__all__ = ["CASES", "FLOOR", "MODES", "QUICK_CASES", "REFERENCE", "Case", "cold_compile_job", "select_cases"]
 
 MODES = ("NUMBA", "LLVM", "CVM")
 """The PyTensor modes every case runs under."""
 REFERENCE = "@njit"
 """The label of a case's hand-written reference, in place of a mode."""
+FLOOR = "floor"
+"""The label of the call floor (`llvm_backend.tools.measurements.call_floor_runner`), in place of a mode."""
 JOIN_SIZES = (8, 30, 60, 120, 240)
 WIDE_SIZES = (30, 60, 120, 240)
 

@@ -22,7 +22,7 @@ import numba
 import numpy as np
 import pytensor
 from llvm_backend_bench import intrinsics
-from llvm_backend_bench.cases import MODES, REFERENCE, Case
+from llvm_backend_bench.cases import FLOOR, MODES, REFERENCE, Case
 from llvm_backend_bench.plots import draw_plots
 
 from llvm_backend.tools.coldcompile import cold_call
@@ -31,6 +31,7 @@ from llvm_backend.tools.measurements import (
     Measurement,
     Runner,
     as_json,
+    call_floor_runner,
     compile_runner,
     format_inline_table,
     jitted_runner,
@@ -62,7 +63,9 @@ FOOTNOTE = (
     "dispatcher); NUMBA and LLVM are timed as their thunk calls the jitted function (reading its input "
     "cells, which under LLVM builds any array packs), @njit as a raw call. Allocations and IR: numba code only. "
     "unopt IR instr: every instruction numba emitted during the cold compile, before LLVM optimized it. "
-    "warm compile s: the same in a second fresh process on the caches the cold one filled (model cases)."
+    "warm compile s: the same in a second fresh process on the caches the cold one filled (model cases). "
+    "floor: an @njit function of the graph's inputs that does nothing, called on the arrays jit_fn takes: what "
+    "that calling convention alone costs per call (dispatch, unboxing each array)."
 )
 NUTPIE_FOOTNOTE = (
     "nutpie: compile_pymc_model then one chain of 200 tuning and 200 kept draws, in a fresh process with empty "
@@ -104,9 +107,10 @@ def measure_case(case: Case, modes, cold_modes, rounds: int, progress: Callable[
     """
     graph = case.build()
     references = [reference_runner(case, graph)] if case.reference is not None and REFERENCE in modes else []
-    compiled = [mode for mode in modes if mode != REFERENCE]
+    floor = [call_floor_runner(FLOOR, graph)] if FLOOR in modes else []
+    compiled = [mode for mode in modes if mode not in (REFERENCE, FLOOR)]
     progress(f"{case.name}: compiling under {', '.join(compiled)}{f' and {REFERENCE}' if references else ''}")
-    runners = [compile_runner(graph, mode) for mode in compiled] + references
+    runners = [compile_runner(graph, mode) for mode in compiled] + references + floor
     cold = {}
     for mode in cold_modes:
         progress(f"{case.name}: cold compile under {mode} (fresh process, empty caches)")
@@ -119,10 +123,11 @@ def run_bench(
     cases: list[Case],
     quick: bool = False,
     progress: Callable[[str], None] = print,
-    modes: tuple[str, ...] = (*MODES, REFERENCE),
+    modes: tuple[str, ...] = (*MODES, REFERENCE, FLOOR),
     micro: list[intrinsics.Micro] = (),
 ) -> BenchRun:
-    """Measure ``cases`` under ``modes`` (of `MODES` and `REFERENCE`, the cases' ``@njit`` references; stock
+    """Measure ``cases`` under ``modes`` (of `MODES`, `REFERENCE`, the cases' ``@njit`` references, and
+    `FLOOR`, the call floor of the graph's signature; stock
     NUMBA left out takes the ratio columns with it), then the intrinsics' microbenchmarks ``micro``; ``--quick``
     runs fewer rounds and cold-compiles only what each case names."""
     results, described, nutpie = [], {}, []

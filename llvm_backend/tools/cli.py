@@ -96,7 +96,7 @@ def _ir(args) -> int:
 
 
 def _bench(args) -> int:
-    from llvm_backend_bench.cases import MODES, REFERENCE, select_cases
+    from llvm_backend_bench.cases import FLOOR, MODES, REFERENCE, select_cases
     from llvm_backend_bench.intrinsics import select_micro
     from llvm_backend_bench.run import format_bench_table, run_bench, write_results
 
@@ -111,7 +111,7 @@ def _bench(args) -> int:
     micro = [] if args.quick else select_micro(args.filter)
     if not cases and not micro:
         raise UsageError(f"no case matches {args.filter!r}")
-    known = (*MODES, REFERENCE)
+    known = (*MODES, REFERENCE, FLOOR)
     modes = tuple(args.mode or known)
     unknown = sorted(set(modes) - set(known))
     if unknown:
@@ -179,8 +179,8 @@ def _add_bench(commands) -> None:
     bench.add_argument(
         "--mode",
         action="append",
-        help="mode to measure (repeatable; default: NUMBA LLVM CVM @njit, the hand-written reference); leaving NUMBA"
-        " out drops the ratio columns",
+        help="mode to measure (repeatable; default: NUMBA LLVM CVM @njit, the hand-written reference, and floor, a"
+        " do-nothing @njit of the graph's inputs); leaving NUMBA out drops the ratio columns",
     )
     bench.add_argument("--out", metavar="DIR", default="bench-results", help="where to write bench.json and the plots")
     bench.set_defaults(run=_bench)

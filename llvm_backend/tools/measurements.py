@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from functools import partial
 
+import numba
 import numpy as np
 import pytensor
 from numba import typeof
@@ -38,6 +39,7 @@ __all__ = [
     "Measurement",
     "Runner",
     "as_json",
+    "call_floor_runner",
     "compile_runner",
     "format_inline_table",
     "format_table",
@@ -128,6 +130,17 @@ def jitted_runner(mode: str, dispatcher, args) -> Runner:
     args = tuple(args)
     kernel = compile_recording_ir(dispatcher, tuple(typeof(a) for a in args))
     return Runner(mode, partial(dispatcher, *args), NUMBA_CALL, kernel, _arrays_in(args))
+
+
+def call_floor_runner(mode: str, graph: Graph) -> Runner:
+    """An ``@njit`` function of ``graph``'s inputs that does nothing, called on the values ``fn.vm.jit_fn``
+    takes (an array per input): what any numba function of that signature costs per call from Python
+    (dispatch on the argument types, unboxing each array) before its first instruction."""
+    parameters = ", ".join(f"a{i}" for i in range(len(graph.inputs)))
+    namespace = {}
+    exec(f"def call_floor({parameters}):\n    return None\n", namespace)
+    args = [var.type.filter(value) for var, value in zip(graph.inputs, graph.values, strict=True)]
+    return jitted_runner(mode, numba.njit(namespace["call_floor"]), args)
 
 
 def _measurement(graph: str, runner: Runner, seconds: float, cold: dict, n_calls: int) -> Measurement:

@@ -3,7 +3,7 @@ import json
 import numba
 import numpy as np
 import pytest
-from llvm_backend_bench.cases import CASES, MODES, QUICK_CASES, REFERENCE, select_cases
+from llvm_backend_bench.cases import CASES, FLOOR, MODES, QUICK_CASES, REFERENCE, select_cases
 from llvm_backend_bench.intrinsics import MICRO_CASES, Micro, format_micro_table, measure_micro, select_micro
 from llvm_backend_bench.plots import COMPILE_PLOT, PER_CALL_PLOT, compile_time_plot, per_call_plot
 from llvm_backend_bench.run import BenchRun, format_bench_table
@@ -128,7 +128,7 @@ def test_quick_bench_writes_table_json_and_plots(tmp_path, capsys):
     captured = capsys.readouterr()
     assert f"[1/{len(QUICK_CASES)}] {QUICK_CASES[0]}: compiling" in captured.err
     table_rows = [line for line in captured.out.splitlines() if line.startswith("| ") and "---" not in line][1:]
-    labels = [*MODES, REFERENCE]
+    labels = [*MODES, REFERENCE, FLOOR]
     assert [row.split("|")[1:3] for row in table_rows] == [
         [f" {case} ", f" {mode}{'*' if mode == 'CVM' else ''} "] for case in QUICK_CASES for mode in labels
     ]

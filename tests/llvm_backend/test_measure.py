@@ -106,3 +106,20 @@ def test_shared_variables_and_constant_arguments_are_passed(mode):
     np.testing.assert_array_equal(numba_dispatcher(fn)(*args)[0], fn(np.ones(3)))
     assert allocations_per_call(fn, [np.ones(3)]).net == 1
     assert kernel_instruction_count(fn) > 0
+
+
+def test_the_call_floor_unboxes_each_input_and_does_nothing_else():
+    """The floor of a 5-scalar logp+grad takes its 6 inputs as jit_fn does (5 0-d arrays and a vector): one
+    allocation per array and nothing else, where LLVM's jit_fn of the same graph also allocates its outputs."""
+    from llvm_backend.tools.graphs import logp_grad
+    from llvm_backend.tools.measure import nrt_allocations_per_call
+    from llvm_backend.tools.measurements import call_floor_runner
+
+    graph = logp_grad(n_scalars=5)
+    floor = call_floor_runner("floor", graph)
+    assert floor.call() is None
+    assert floor.unboxed_arrays == len(graph.inputs) == 6
+    assert nrt_allocations_per_call(floor.call) == 6
+    fn = pytensor.function(graph.inputs, graph.outputs, mode="LLVM")
+    values = [var.type.filter(v) for var, v in zip(graph.inputs, graph.values, strict=True)]
+    assert nrt_allocations_per_call(lambda: fn.vm.jit_fn(*values)) > 6

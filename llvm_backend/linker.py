@@ -13,6 +13,7 @@ from intrinsics.argpack import ArrayPack, pack_of
 from intrinsics.tuples import flatten_tuple
 from llvm_backend.codegen import GraphSource, PackParam, graph_cache_key, graph_source
 from llvm_backend.dispatch import CODEGEN_VERSION, llvm_funcify_and_cache_key
+from llvm_backend.lowerings.composite import lowering_composites
 
 __all__ = ["REWRITE_TAG", "ConvertedGraph", "LLVMLinker", "ListedOutputs", "PackCell"]
 
@@ -107,7 +108,8 @@ class LLVMLinker(NumbaLinker):
         def convert_node(node):
             return llvm_funcify_and_cache_key(node.op, node=node, storage_map=storage_map, ofg_memo=ofg_memo)
 
-        graph = graph_source(fgraph, convert_node)
+        with lowering_composites():
+            graph = graph_source(fgraph, convert_node)
         key = graph_cache_key(graph, (REWRITE_TAG, CODEGEN_VERSION, config.numba__fastmath))
         py_fn = compile_numba_function_src(
             graph.source,

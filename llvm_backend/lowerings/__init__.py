@@ -1,5 +1,5 @@
 """Our lowerings of PyTensor ops, one module per op family; importing registers them in ``LOWERINGS``."""
 
-from llvm_backend.lowerings import join, reduction
+from llvm_backend.lowerings import composite, join, reduction
 
-__all__ = ["join", "reduction"]
+__all__ = ["composite", "join", "reduction"]

@@ -226,6 +226,10 @@ def _lowerings(args) -> int:
     import llvm_backend  # noqa: F401  (registers our lowerings)
 
     print(lowerings_table())
+    print(
+        "Scalar Composites (in any Elemwise, FusedElemwise or ScalarizedElemwise): one function each, Add, Mul and"
+        " numpy-ufunc scalar ops written into it (llvm_backend.lowerings.composite); other inner ops call stock's."
+    )
     print("Every other op: PyTensor's stock numba function, with its own cache entry.")
     return 0
 

@@ -79,14 +79,16 @@ def composite_source(op: Composite, **kwargs) -> tuple[str, dict, str | None]:
     names = {var: f"i{k}" for k, var in enumerate(fgraph.inputs)}
     env = {"np": np, "direct_cast": numba_basic.direct_cast}
     lines, keys = [], []
+
+    def name(var) -> str:
+        if isinstance(var, Constant) and var not in names:
+            names[var] = f"c{len(env)}"
+            env[names[var]] = np.dtype(var.type.dtype).type(var.data)
+            keys.append((names[var], var.type.dtype, repr(var.data)))
+        return names[var]
+
     for k, node in enumerate(fgraph.toposort()):
-        operands = []
-        for var in node.inputs:
-            if isinstance(var, Constant) and var not in names:
-                names[var] = f"c{len(env)}"
-                env[names[var]] = np.dtype(var.type.dtype).type(var.data)
-                keys.append((names[var], var.type.dtype, repr(var.data)))
-            operands.append(names[var])
+        operands = [name(var) for var in node.inputs]
         outputs = [f"t{k}_{j}" for j in range(len(node.outputs))]
         names.update(zip(node.outputs, outputs, strict=True))
         expression = _expression(node, operands) if len(node.outputs) == 1 else None
@@ -96,7 +98,7 @@ def composite_source(op: Composite, **kwargs) -> tuple[str, dict, str | None]:
             keys.append(key)
             expression = f"f{k}({', '.join(operands)})"
         lines.append(f"    {', '.join(outputs)}{',' if len(outputs) > 1 else ''} = {expression}")
-    results = [names[var] for var in fgraph.outputs]
+    results = [name(var) for var in fgraph.outputs]
     returned = results[0] if len(results) == 1 else f"({', '.join(results)},)"
     parameters = ", ".join(names[var] for var in fgraph.inputs)
     source = f"def composite({parameters}):\n" + "\n".join(lines) + f"\n    return {returned}\n"

@@ -40,6 +40,13 @@ def test_arithmetic_and_numpy_ufuncs_are_written_into_the_body():
     assert key is not None
 
 
+def test_a_constant_output_is_returned():
+    a = ps.float64("a")
+    source, env, _ = composite_source(Composite([a], [a * 2.0, ps.constant(np.float64(3.0))]))
+    constants = [name for name in env if name.startswith("c")]
+    assert len(constants) == 2 and source.rstrip().endswith(f"{constants[1]},)"), source
+
+
 def test_narrow_outputs_are_cast_as_stock_casts_them():
     a, b = ps.int8("a"), ps.int8("b")
     source, _, _ = composite_source(Composite([a, b], [a * b + a]))

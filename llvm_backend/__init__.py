@@ -6,14 +6,18 @@ Importing this package registers the PyTensor mode "LLVM" (also reachable as "ll
 
     fn = pytensor.function([x], y, mode="LLVM")
 
-Users of other modes ("NUMBA", "FAST_RUN", "CVM", ...) see no change from the import.
+Users of other modes ("NUMBA", "FAST_RUN", "CVM", ...) see no change from the import, but one: numba's JIT
+can resolve the powi builtins (`llvm_backend.builtins`), so a graph on which stock NUMBA aborts the process
+(``pow(x, cast(int))`` under fast-math) computes instead.
 """
 
 from llvm_backend import lowerings  # noqa: F401  (registers our lowerings)
+from llvm_backend.builtins import provide_powi
 from llvm_backend.dispatch import LOWERINGS, llvm_funcify_and_cache_key, register_lowering
 from llvm_backend.linker import LLVMLinker
 from llvm_backend.mode import LLVM, MODE_NAME, llvm_rewrites, register
 
+provide_powi()
 register()
 
 __all__ = [

@@ -423,7 +423,7 @@ def _subtensor(draw, g: _Draft) -> None:
     if not v.ndim:
         return
     parts, shape = [], []
-    n_indexed = draw(st.integers(1, v.ndim))
+    n_indexed = v.ndim if draw(st.booleans()) else draw(st.integers(1, v.ndim))
     for size in v.shape[:n_indexed]:
         if draw(st.booleans()):
             source, _ = _index(draw, g, size)
@@ -432,7 +432,11 @@ def _subtensor(draw, g: _Draft) -> None:
             shape.append(len(range(*part.indices(size))))
         parts.append(source)
     shape += v.shape[n_indexed:]
-    g.add("subtensor", f"{v.name}[{', '.join(parts)}]", shape)
+    expression = f"{v.name}[{', '.join(parts)}]"
+    if not shape and draw(st.booleans()):
+        # scalar math on a scalar index, which PyTensor's scalarization turns into a ScalarSubtensor
+        expression = f"{draw(st.sampled_from(UNARY[v.kind]))}({expression})"
+    g.add("subtensor", expression, shape)
 
 
 def _join_entries(draw, g: _Draft, base: Value, axis: int, width: int) -> list[str]:

@@ -22,7 +22,7 @@ from llvm_backend.tools.fuzz.oracle import check
 from llvm_backend.tools.fuzz.reproducer import write_reproducer
 from llvm_backend.tools.fuzz.runner import PENDING, TRACKED, run
 
-BOUNDED_SEED = 0
+BOUNDED_SEED = 5
 BOUNDED_GRAPHS = 35
 
 

@@ -337,7 +337,12 @@ def _associative(draw, g: _Draft, a: Value) -> None:
     operands = [a]
     for _ in range(draw(st.integers(2, 4))):
         fits = [
-            b for b in g.pool if b.dtype == a.dtype and _static_broadcasts(a, b) and _broadcast_shape(a, b) == a.shape
+            b
+            for b in g.pool
+            if b.dtype == a.dtype
+            and _broadcasts(a, b)
+            and _static_broadcasts(a, b)
+            and _broadcast_shape(a, b) == a.shape
         ]
         operands.append(_pick(draw, fits) if draw(st.booleans()) else draw(_input(g, a.dtype, ())))
     op = draw(st.sampled_from(("pt.add", "pt.mul")))

@@ -18,7 +18,7 @@ from typing import NamedTuple
 import numpy as np
 from llvmlite import ir
 from numba.core import cgutils, errors, types
-from numba.extending import intrinsic
+from numba.extending import box, intrinsic, models, register_model
 from numba.np.arrayobj import _empty_nd_impl
 
 from intrinsics.argpack import ArrayPackType
@@ -26,18 +26,40 @@ from intrinsics.argpack import ArrayPackType
 _INTP = cgutils.intp_t
 
 
-class JoinShapeError(ValueError):
-    """A join input differs from input 0 in a dimension other than the join axis."""
+def shape_mismatch_message(bad_input, dim, size, first_size, axis):
+    """The message of the ValueError a join raises when input ``bad_input`` has the wrong size."""
+    return (
+        f"Join: input {bad_input} has size {size} along dimension {dim},"
+        f" but input 0 has size {first_size} (join axis {axis})"
+    )
 
-    def __init__(self, bad_input, dim, size, first_size, axis):
-        super().__init__(
-            f"Join: input {bad_input} has size {size} along dimension {dim},"
-            f" but input 0 has size {first_size} (join axis {axis})"
-        )
-        self.fields = (bad_input, dim, size, first_size, axis)
 
-    def __reduce__(self):
-        return type(self), self.fields
+class _ShapeMismatchType(types.Type):
+    """The five integers of a size mismatch, raised as a plain ValueError whose one argument is
+    their message: a dynamic exception boxes each argument, and this type boxes to the string."""
+
+    def __init__(self):
+        super().__init__(name="JoinShapeMismatch")
+
+
+_SHAPE_MISMATCH = _ShapeMismatchType()
+
+
+@register_model(_ShapeMismatchType)
+class _ShapeMismatchModel(models.StructModel):
+    def __init__(self, dmm, fe_type):
+        fields = ("bad_input", "dim", "size", "first_size", "axis")
+        super().__init__(dmm, fe_type, [(name, types.intp) for name in fields])
+
+
+@box(_ShapeMismatchType)
+def _box_shape_mismatch(typ, val, c):
+    fields = [c.box(types.intp, c.builder.extract_value(val, i)) for i in range(5)]
+    formatter = c.pyapi.unserialize(c.pyapi.serialize_object(shape_mismatch_message))
+    message = c.pyapi.call_function_objargs(formatter, fields)
+    for obj in (formatter, *fields):
+        c.pyapi.decref(obj)
+    return message
 
 
 class _InputTable(NamedTuple):
@@ -155,7 +177,7 @@ def _select_dim(builder, values, axis):
 
 
 def _emit_size_checks(context, builder, k, shape, first_shape, axis):
-    """Raise JoinShapeError if input ``k`` differs from input 0 off the join axis."""
+    """Raise ValueError if input ``k`` differs from input 0 off the join axis."""
     bad_dim, bad = _INTP(0), cgutils.false_bit
     # Reversed so that the lowest mismatching dimension is the one reported.
     for d in reversed(range(len(shape))):
@@ -167,9 +189,8 @@ def _emit_size_checks(context, builder, k, shape, first_shape, axis):
         bad = builder.or_(bad, mismatch)
     with builder.if_then(bad, likely=False):
         sizes = (_select_dim(builder, shape, bad_dim), _select_dim(builder, first_shape, bad_dim))
-        context.call_conv.return_dynamic_user_exc(
-            builder, JoinShapeError, (k, bad_dim, *sizes, axis), (types.intp,) * 5
-        )
+        mismatch = cgutils.make_anonymous_struct(builder, (k, bad_dim, *sizes, axis))
+        context.call_conv.return_dynamic_user_exc(builder, ValueError, (mismatch,), (_SHAPE_MISMATCH,))
 
 
 def _emit_validation(context, builder, table, n_inputs, ndim, axis):
@@ -341,7 +362,7 @@ def linear_join(typingctx, axis, arrays, dtype):
     (``np.float64``, ``np.dtype("float64")``); elements are converted with numba's ``context.cast``.
 
     Raises ``np.exceptions.AxisError`` (an IndexError, like numba's ``np.concatenate``) for an axis
-    out of range, and ``JoinShapeError`` (a ValueError) naming the input, dimension, sizes and axis
+    out of range, and ``ValueError`` (as stock's Join) naming the input, dimension, sizes and axis
     when a non-join size differs from input 0's, before the output is allocated.  Inputs of
     different ndim, or non-array entries, are a TypingError.
 
@@ -362,7 +383,8 @@ def linear_join(typingctx, axis, arrays, dtype):
         for k in range(3):
             bad = [d for d in range(2) if d != axis and shapes[k][d] != shapes[0][d]]
             if bad:
-                raise JoinShapeError(k, bad[0], shapes[k][bad[0]], shapes[0][bad[0]], axis)
+                d = bad[0]
+                raise ValueError(shape_mismatch_message(k, d, shapes[k][d], shapes[0][d], axis))
             offsets[k] = total
             total += shapes[k][axis]
         out = np.empty([total if d == axis else shapes[0][d] for d in range(2)], np.float64)

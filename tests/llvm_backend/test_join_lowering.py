@@ -10,7 +10,7 @@ from pytensor.tensor.rewriting.scalarize import ScalarizedJoin
 import llvm_backend
 from intrinsics.join import linear_join
 from llvm_backend.dispatch import MAX_ITEMS
-from llvm_backend.tools.testing import compare_llvm_numba_and_py
+from llvm_backend.tools.testing import PY_MODE, compare_llvm_numba_and_py
 
 
 def test_join_is_lowered_by_linear_join():
@@ -77,12 +77,25 @@ def test_join_of_strided_and_empty_inputs():
     compare_llvm_numba_and_py([x, y, z], pt.join(0, x, y, z), values)
 
 
-@pytest.mark.parametrize("mode", ["NUMBA", "LLVM"])
+def raised_type(mode, inputs, outputs, values):
+    fn = pytensor.function(inputs, outputs, mode=mode)
+    with pytest.raises(Exception) as info:
+        fn(*values)
+    return type(info.value)
+
+
+@pytest.mark.parametrize("mode", [PY_MODE, "NUMBA", "LLVM"], ids=["py", "NUMBA", "LLVM"])
 def test_mismatched_shapes_raise_value_error_like_stock(mode):
     x, y = pt.dmatrix("x"), pt.dmatrix("y")
-    fn = pytensor.function([x, y], pt.join(0, x, y), mode=mode)
-    with pytest.raises(ValueError):
-        fn(np.ones((2, 3)), np.ones((2, 4)))
+    assert raised_type(mode, [x, y], pt.join(0, x, y), [np.ones((2, 3)), np.ones((2, 4))]) is ValueError
+
+
+@pytest.mark.parametrize("mode", [PY_MODE, "NUMBA", "LLVM"], ids=["py", "NUMBA", "LLVM"])
+def test_a_fused_sum_joined_with_its_mismatched_input_raises_plain_value_error(mode):
+    # Found by `llvm-backend fuzz --seed 11 --minutes 30`: LLVM raised a ValueError subclass of its own.
+    x = pt.tensor("x", dtype="float32", shape=(None, None))
+    outputs = [pt.lt(x, 0), pt.join(0, pt.sum(x, keepdims=True), x)]
+    assert raised_type(mode, [x], outputs, [np.ones((2, 2), dtype="float32")]) is ValueError
 
 
 def test_mismatch_message_names_input_and_axis():

@@ -1,34 +1,47 @@
-"""Scalar `Composite`s as one function, typed once.
+"""Scalar `Composite`s as one function whose body is typed a node at a time, never as a whole.
 
 Stock numba funcifies a Composite's inner graph into a function that calls one jitted function per inner node,
 so numba types a call into a separate dispatcher at every node: a model's fused gradient with 800 inner
-multiplications types 800 calls. Under the LLVM mode the inner graph becomes one function whose body writes
-out, in place of those calls, what the called functions return:
+multiplications types 800 calls. Under the LLVM mode the inner graph becomes a `GraphPlan` run by
+`intrinsics.graph.graph_intrinsic`, which resolves each distinct (function, argument types) pair once and emits
+the calls as SSA values: numba's type inference never sees a body of a thousand statements (which, written
+as Python, was most of the compile of a PyMC model's two large Composites). In place of stock's calls the plan
+calls what those functions compute:
 
-- `Add` and `Mul`: the operands joined by ``+`` or ``*`` (stock's n-ary functions);
+- `Add` and `Mul`: ``operator.add`` or ``operator.mul`` over the operands from the left (stock's n-ary
+  functions, ``i0 + i1 + i2``);
+- `Switch`: ``select(condition, x, y)`` (`intrinsics.select`, one LLVM ``select`` at the type numba unifies
+  ``x`` and ``y`` to, as stock's ``switch`` returns them); a PyMC model's bounds checks are one Switch each,
+  and stock types and compiles a separate ``switch`` function for every one;
 - a scalar op stock lowers generically (`numba_funcify_ScalarOp`) whose ``nfunc_spec`` names a numpy
   function: that function applied to the operands;
-- the result narrowed to the node's output dtype where stock's `register_scalar_funcify` narrows it (outputs
-  not of bool, int64, uint64, float64 or complex128);
+- the result narrowed to the node's output dtype with stock's ``direct_cast`` where stock's
+  `register_scalar_funcify` narrows it (outputs not of bool, int64, uint64, float64 or complex128);
 
-and calls stock's function for every other node. The arithmetic is stock's, written where numba types it with
-its operands. Outside the LLVM mode (`lowering_composites` not active) stock's lowering runs unchanged.
+and calls stock's function for every other node. Each call is typed by numba with its operands' types, as in
+stock's functions, so the arithmetic and the values are stock's. Outside the LLVM mode (`lowering_composites`
+not active) stock's lowering runs unchanged.
 """
 
+import itertools
+import operator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 from hashlib import sha256
 
 import numpy as np
-from pytensor.graph.basic import Constant
 from pytensor.link.numba.cache import compile_numba_function_src
 from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.basic import numba_funcify_and_cache_key, register_funcify_and_cache_key
-from pytensor.scalar.basic import Add, Composite, Mul, ScalarOp
+from pytensor.scalar.basic import Add, Composite, Mul, ScalarOp, Switch
 
-__all__ = ["COMPOSITE_VERSION", "composite_source", "lowering_composites"]
+from intrinsics.graph import GraphPlan, PlanCall, graph_intrinsic
+from intrinsics.select import select
 
-COMPOSITE_VERSION = 1
+__all__ = ["COMPOSITE_VERSION", "CompositeBody", "composite_body", "lowering_composites"]
+
+COMPOSITE_VERSION = 4
 """Part of every cache key of a Composite lowered here: bump it when the generated source changes."""
 
 _ACTIVE = ContextVar("llvm_backend_composites", default=False)
@@ -36,7 +49,7 @@ _STOCK = numba_funcify_and_cache_key.dispatch(Composite)
 _GENERIC = numba_funcify_and_cache_key.dispatch(ScalarOp)
 _WIDE = {"bool", "int64", "uint64", "float64", "complex128"}
 """Output dtypes stock's `register_scalar_funcify` leaves as numba computes them (it narrows all others)."""
-_JOINED = {Add: " + ", Mul: " * "}
+_JOINED = {Add: operator.add, Mul: operator.mul}
 
 
 @contextmanager
@@ -59,51 +72,98 @@ def _numpy_function(op) -> str | None:
     return spec[0]
 
 
-def _expression(node, operands: list[str]) -> str | None:
-    """What stock's function for ``node`` returns, written over ``operands``; None where it is not inlined."""
-    joiner = _JOINED.get(type(node.op))
-    if joiner is not None:
-        expression = f"({joiner.join(operands)})"
-    elif (function := _numpy_function(node.op)) is not None:
-        expression = f"np.{function}({', '.join(operands)})"
-    else:
-        return None
-    dtype = node.outputs[0].type.dtype
-    return expression if dtype in _WIDE else f"direct_cast({expression}, np.dtype({dtype!r}))"
+def _function(node):
+    """The function the plan calls for ``node`` in place of stock's, and how the text names it; None for
+    stock's own."""
+    if type(node.op) is Switch:
+        return select, "select"
+    if len(node.outputs) == 1 and (name := _numpy_function(node.op)) is not None:
+        return getattr(np, name), f"np.{name}"
+    return None
 
 
-def composite_source(op: Composite, **kwargs) -> tuple[str, dict, str | None]:
-    """The source of ``op``'s function (``composite``), its globals and its cache key (None if some node
-    called has none)."""
+@dataclass(frozen=True)
+class CompositeBody:
+    """A Composite's inner graph as a plan over one tuple: its inputs, then ``constants``."""
+
+    plan: GraphPlan
+    constants: tuple
+    text: str
+    """The plan as Python, one line per call (what the cache key hashes, and what a reader inspects)."""
+    key: str | None
+    """None if a stock function called has no cache key."""
+
+
+def composite_body(op: Composite, **kwargs) -> CompositeBody:
+    """The plan running ``op``'s inner graph."""
     fgraph = op.fgraph
-    names = {var: f"i{k}" for k, var in enumerate(fgraph.inputs)}
-    env = {"np": np, "direct_cast": numba_basic.direct_cast}
-    lines, keys = [], []
+    refs = {var: ("i", k) for k, var in enumerate(fgraph.inputs)}
+    constants, calls, lines, keys = [], [], [], []
+    temporaries = itertools.count()
+    dtypes = {}
 
-    def name(var) -> str:
-        if isinstance(var, Constant) and var not in names:
-            names[var] = f"c{len(env)}"
-            env[names[var]] = np.dtype(var.type.dtype).type(var.data)
-            keys.append((names[var], var.type.dtype, repr(var.data)))
-        return names[var]
+    def constant(value):
+        constants.append(value)
+        keys.append((type(value).__name__, repr(value)))
+        return ("c", len(constants) - 1)
 
-    for k, node in enumerate(fgraph.toposort()):
-        operands = [name(var) for var in node.inputs]
-        outputs = [f"t{k}_{j}" for j in range(len(node.outputs))]
-        names.update(zip(node.outputs, outputs, strict=True))
-        expression = _expression(node, operands) if len(node.outputs) == 1 else None
-        if expression is None:
-            function, key = numba_funcify_and_cache_key(node.op, node=node, **kwargs)
-            env[f"f{k}"] = function
+    def ref(var):
+        if var not in refs:
+            refs[var] = constant(np.dtype(var.type.dtype).type(var.data))
+        return refs[var]
+
+    def dtype_ref(dtype: str):
+        if dtype not in dtypes:
+            dtypes[dtype] = constant(np.dtype(dtype))
+        return dtypes[dtype]
+
+    def call(function, name, arguments, label, n_outputs=1):
+        outputs = tuple(("t", next(temporaries)) for _ in range(n_outputs))
+        calls.append((function, tuple(arguments), outputs, label))
+        lines.append(f"{', '.join(map(_text, outputs))} = {name}({', '.join(map(_text, arguments))})")
+        return outputs
+
+    for node in fgraph.toposort():
+        arguments = [ref(var) for var in node.inputs]
+        label = node.op
+        joined = _JOINED.get(type(node.op))
+        if joined is not None and len(node.outputs) == 1:
+            value = arguments[0]
+            for operand in arguments[1:]:
+                (value,) = call(joined, f"operator.{joined.__name__}", [value, operand], label)
+        elif (function := _function(node)) is not None:
+            (value,) = call(*function, arguments, label)
+        else:
+            stock, key = numba_funcify_and_cache_key(node.op, node=node, **kwargs)
             keys.append(key)
-            expression = f"f{k}({', '.join(operands)})"
-        lines.append(f"    {', '.join(outputs)}{',' if len(outputs) > 1 else ''} = {expression}")
-    results = [name(var) for var in fgraph.outputs]
-    returned = results[0] if len(results) == 1 else f"({', '.join(results)},)"
-    parameters = ", ".join(names[var] for var in fgraph.inputs)
-    source = f"def composite({parameters}):\n" + "\n".join(lines) + f"\n    return {returned}\n"
-    key = None if None in keys else sha256(str((COMPOSITE_VERSION, source, keys)).encode()).hexdigest()
-    return source, env, key
+            outputs = call(stock, f"f{len(lines)}", arguments, label, len(node.outputs))
+            refs.update(zip(node.outputs, outputs, strict=True))
+            continue
+        dtype = node.outputs[0].type.dtype
+        if dtype not in _WIDE:
+            (value,) = call(numba_basic.direct_cast, "direct_cast", [value, dtype_ref(dtype)], label)
+        refs[node.outputs[0]] = value
+
+    outputs = [ref(var) for var in fgraph.outputs]
+    n_arguments = len(fgraph.inputs) + len(constants)
+    base = {"i": 0, "c": len(fgraph.inputs), "t": n_arguments}
+
+    def slot(reference) -> int:
+        return base[reference[0]] + reference[1]
+
+    plan = GraphPlan(
+        n_arguments,
+        calls=tuple(PlanCall(f, tuple(map(slot, a)), tuple(map(slot, o)), label=label) for f, a, o, label in calls),
+        outputs=tuple(map(slot, outputs)),
+    )
+    text = "\n".join([*lines, f"return {', '.join(map(_text, outputs))}"])
+    key = None if None in keys else sha256(str((COMPOSITE_VERSION, text, keys)).encode()).hexdigest()
+    return CompositeBody(plan, tuple(constants), text, key)
+
+
+def _text(reference) -> str:
+    kind, index = reference
+    return f"{kind}{index}"
 
 
 @register_funcify_and_cache_key(Composite)
@@ -111,5 +171,11 @@ def numba_funcify_Composite(op, node, **kwargs):
     if not _ACTIVE.get():
         return _STOCK(op, node, **kwargs)
     kwargs.pop("storage_map", None)
-    source, env, key = composite_source(op, **kwargs)
-    return numba_basic.numba_njit(compile_numba_function_src(source, "composite", env, cache_key=key)), key
+    body = composite_body(op, **kwargs)
+    parameters = [f"i{k}" for k in range(len(op.fgraph.inputs))]
+    arguments = [*parameters, *(f"c{j}" for j in range(len(body.constants)))]
+    returned = f"composite_body(({', '.join(arguments)},))" + ("[0]" if len(op.fgraph.outputs) == 1 else "")
+    source = f"def composite({', '.join(parameters)}):\n    return {returned}\n"
+    env = {"composite_body": graph_intrinsic(body.plan)} | {f"c{j}": v for j, v in enumerate(body.constants)}
+    function = compile_numba_function_src(source, "composite", env, cache_key=body.key)
+    return numba_basic.numba_njit(function), body.key

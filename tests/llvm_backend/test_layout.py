@@ -87,7 +87,9 @@ def test_the_lowerings_command_prints_every_record(capsys):
     from llvm_backend.tools.cli import main
 
     assert main(["lowerings"]) == 0
-    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| pytensor.")]
+    out = capsys.readouterr().out
+    assert "Switch as intrinsics.select.select" in out
+    rows = [line for line in out.splitlines() if line.startswith("| pytensor.")]
     assert len(rows) == len(LOWERINGS)
     [make_vector] = [row for row in rows if row.startswith("| pytensor.tensor.basic.MakeVector |")]
     assert make_vector.split(" | ")[1:4] == ["intrinsics.join.linear_join", LOWERINGS[MakeVector].condition, "0"]

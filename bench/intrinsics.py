@@ -24,6 +24,7 @@ from numba import typeof
 from intrinsics.argpack import ArrayPack, ArrayPackType, pack_item
 from intrinsics.join import linear_join
 from intrinsics.reduction import full_reduce
+from intrinsics.select import select
 from llvm_backend.tools.measure import function_instruction_count, nrt_allocations_per_call, seconds_per_call
 
 __all__ = ["MICRO_CASES", "Micro", "MicroResult", "as_json", "format_micro_table", "measure_micro", "select_micro"]
@@ -99,6 +100,15 @@ def last_of_tuple(arrays):
     return arrays[59][0]
 
 
+def _switch_chain(n: int, name: str, step: str) -> numba.core.registry.CPUDispatcher:
+    """An ``@njit`` function of ``n`` switches on a running value in one body (a PyMC model's bounds checks
+    fused into one Composite), each ``v = step``."""
+    source = "\n".join([f"def {name}(v):", *[f"    v = {step}"] * n, "    return v"])
+    namespace = {"select": select}
+    exec(source, namespace)
+    return numba.njit(namespace[name])
+
+
 def _vectors(n: int, length: int = 16) -> tuple:
     return tuple(np.arange(length, dtype="float64") + i for i in range(n))
 
@@ -137,6 +147,15 @@ def _micro_cases() -> list[Micro]:
         )
         for name, ours, peer in (("sum", reduce_sum, numpy_sum), ("max", reduce_max, numpy_max))
         for size in (1_000, 1_000_000)
+    )
+    cases.append(
+        Micro(
+            "intrinsics/select/chain_200",
+            "200 switches in one body: select against the conditional expression",
+            _switch_chain(200, "select_chain", "select(v > 0.5, v * 1.01, v - 0.3)"),
+            _switch_chain(200, "conditional_chain", "v * 1.01 if v > 0.5 else v - 0.3"),
+            lambda: (0.7,),
+        )
     )
     cases.append(
         Micro(

@@ -12,8 +12,8 @@ load and an incref).
 Compiled code also builds tables of its own values in its frame (`table_of`), to hand many arrays to
 another compiled function as one pointer instead of an aggregate of hundreds of fields, which LLVM's
 InstCombine and numba's RefPrune take superlinear time over. Many results go back to Python the same way:
-in a list (`array_list_type`), which numba boxes in one loop, where it boxes a tuple of arrays with code
-per item.
+in a Python list the function builds itself (`box_into_list`, in one loop, with no heap allocation of
+numba's), where numba boxes a tuple of arrays with code per item.
 
 Items are checked in the loop before they are unboxed: each must be an ndarray of the pack's ndim whose
 dtype equals the pack's (a TypeError names the first that is not), so a wrong item raises instead of being
@@ -43,14 +43,16 @@ import numpy as np
 from llvmlite import ir
 from numba.core import cgutils, errors, types
 from numba.core.datamodel import models
-from numba.extending import NativeValue, intrinsic, register_model, unbox
+from numba.extending import NativeValue, box, intrinsic, register_model, unbox
 from numba.np import numpy_support
 
 __all__ = [
     "PACKS_SUPPORTED",
     "ArrayPack",
     "ArrayPackType",
+    "BoxedListType",
     "array_list_type",
+    "box_into_list",
     "pack_item",
     "pack_of",
     "table_item",
@@ -280,3 +282,43 @@ def pack_of(typingctx, arrays):
 def array_list_type(array: types.Array) -> types.List:
     """The list type a graph returns arrays of ``array``'s dtype and ndim in (layout ``A``)."""
     return types.List(types.Array(array.dtype, array.ndim, "C" if array.ndim == 0 else "A"))
+
+
+class BoxedListType(types.Type):
+    """A Python list that compiled code called from Python (holding the GIL) built for its caller: the value
+    is the new reference, which boxing hands over as it is (`box_into_list`)."""
+
+    def __init__(self, array_type: types.Array, count: int):
+        self.array_type = array_type
+        self.count = count
+        super().__init__(name=f"BoxedList({array_type}, {count})")
+
+
+register_model(BoxedListType)(models.OpaqueModel)
+
+
+@box(BoxedListType)
+def _box_boxed_list(typ, val, c):
+    return val
+
+
+def box_into_list(context, builder, data, array_type: types.Array, count: int) -> ir.Value:
+    """A Python list of the ``count`` arrays stored from ``data`` on, boxed in one loop; each boxed array takes
+    the reference its struct holds. A MemoryError if the list cannot be made (the arrays are then released)."""
+    pyapi = context.get_python_api(builder)
+    env_manager = context.get_env_manager(builder)
+    model = context.data_model_manager[array_type]
+    n = ir.Constant(pyapi.py_ssize_t, count)
+    listed = pyapi.list_new(n)
+    with builder.if_else(cgutils.is_null(builder, listed), likely=False) as (failed, made):
+        with failed:
+            with cgutils.for_range(builder, n) as loop:
+                item = model.load_from_data_pointer(builder, builder.gep(data, [loop.index]))
+                context.nrt.decref(builder, array_type, item)
+        with made:
+            with cgutils.for_range(builder, n) as loop:
+                item = model.load_from_data_pointer(builder, builder.gep(data, [loop.index]))
+                pyapi.list_setitem(listed, loop.index, pyapi.from_native_value(array_type, item, env_manager))
+    with cgutils.if_unlikely(builder, cgutils.is_null(builder, listed)):
+        context.call_conv.return_exc(builder)
+    return listed

@@ -21,10 +21,14 @@ With the outputs returned in a list and ``MIN_RUN`` or more such calls (a *run*,
 loop, whose IR does not grow with the run's length::
 
     pack, c = args
-    listed = [None] * n  # allocated at its length
+    listed = [None] * n  # n array structs in the frame
     for k in range(n):
         listed[k] = f(pack[k], c)  # the list takes the call's reference
-    return (listed,)
+    return (python_list(listed),)  # boxed in one loop, each Python array taking its reference
+
+A function whose result goes to Python gets the Python list itself: numba boxes a tuple of arrays with code
+per item, and a numba list would be one more heap allocation per call. Compiled code reading the lists takes
+them as numba lists (``graph_intrinsic(plan, lists=True)``).
 """
 
 from dataclasses import dataclass, field
@@ -36,7 +40,14 @@ from numba.core.imputils import fix_returning_optional
 from numba.cpython.listobj import ListInstance
 from numba.extending import intrinsic
 
-from intrinsics.argpack import ArrayPackType, array_list_type, table_item, table_of
+from intrinsics.argpack import (
+    ArrayPackType,
+    BoxedListType,
+    array_list_type,
+    box_into_list,
+    table_item,
+    table_of,
+)
 
 __all__ = ["GraphPlan", "PlanCall", "PlanItem", "graph_intrinsic"]
 
@@ -274,16 +285,24 @@ class _ListPlace:
 
 
 def _emit_lists(context, builder, groups, list_types):
-    """The lists returning ``groups``, allocated at their lengths, and each listed slot's places in them."""
+    """The lists returning ``groups``, and each listed slot's places in them: a numba list is allocated at
+    its length; a Python list's arrays are stored in the frame until it is built (`_emit_return`)."""
     lists = []
     places = {}
     for group, list_type in zip(groups, list_types):
-        instance = ListInstance.allocate(context, builder, list_type, len(group))
-        instance.size = ir.Constant(ir.IntType(64), len(group))
-        lists.append(instance.value)
-        data, model = instance.data, context.data_model_manager[list_type.dtype]
+        is_list = isinstance(list_type, types.List)
+        item_type = list_type.dtype if is_list else list_type.array_type
+        model = context.data_model_manager[item_type]
+        if is_list:
+            instance = ListInstance.allocate(context, builder, list_type, len(group))
+            instance.size = ir.Constant(ir.IntType(64), len(group))
+            lists.append(instance.value)
+            data = instance.data
+        else:
+            data = cgutils.alloca_once(builder, model.get_data_type(), size=len(group))
+            lists.append(data)
         for k, slot in enumerate(group):
-            places.setdefault(slot, []).append(_ListPlace(data, list_type.dtype, model, k))
+            places.setdefault(slot, []).append(_ListPlace(data, item_type, model, k))
     return lists, places
 
 
@@ -429,13 +448,19 @@ def _emit_releases(slots: _Slots, candidates, last: dict, i: int) -> None:
 
 
 def _emit_return(context, builder, slots: _Slots, outputs, lists, return_type):
-    """The tuple of ``outputs`` (each a new reference) and ``lists``; releases what the graph still owns."""
+    """The tuple of ``outputs`` (each a new reference) and ``lists``, a Python list built from each frame
+    buffer; releases what the graph still owns."""
     returned = []
     for slot in outputs:
         slots.reference(slot, "incref")
         returned.append(slots.value(slot))
     for slot in sorted(slots.owned):
         slots.reference(slot, "decref")
+    listed = return_type.types[len(outputs) :]
+    lists = [
+        box_into_list(context, builder, v, t.array_type, t.count) if isinstance(t, BoxedListType) else v
+        for v, t in zip(lists, listed, strict=True)
+    ]
     return context.make_tuple(builder, return_type, [*returned, *lists])
 
 
@@ -462,8 +487,10 @@ def _emit(context, builder, plan, slot_types, typed_calls, list_types, return_ty
             lists=((4, 3, 6),),
         )
 
-    is emitted as, in Python with the references made explicit (``incref``/``decref``: ``NRT_incref``/
-    ``NRT_decref`` of an array's meminfo; ``tests/intrinsics/test_ir_sequences.py`` checks the IR)::
+    is emitted as, with ``lists=True`` (by default the listed arrays are stored in the frame the same way
+    and made a Python list on return), in Python with the references made explicit (``incref``/``decref``:
+    ``NRT_incref``/``NRT_decref`` of an array's meminfo; ``tests/intrinsics/test_ir_sequences.py`` checks
+    the IR)::
 
         x, pack = arguments
         listed = [None, None, None]  # allocated at its length
@@ -509,9 +536,12 @@ def _emit(context, builder, plan, slot_types, typed_calls, list_types, return_ty
     return _emit_return(context, builder, slots, plan.outputs, lists, return_type)
 
 
-def graph_intrinsic(plan: GraphPlan):
+def graph_intrinsic(plan: GraphPlan, lists: bool = False):
     """An intrinsic running ``plan`` on one tuple of its ``n_arguments`` values; it returns the tuple of
-    ``plan.outputs`` followed by one list per group of ``plan.lists``."""
+    ``plan.outputs`` followed by one Python list per group of ``plan.lists`` (`BoxedListType`), built in
+    one loop with no heap allocation of numba's, for a function called from Python. With ``lists=True`` each
+    group comes back as a numba list instead, which compiled code can read (`llvm_backend.linker.graph_entry`).
+    """
 
     @intrinsic
     def run_graph(typingctx, arguments):
@@ -519,6 +549,8 @@ def graph_intrinsic(plan: GraphPlan):
             raise errors.TypingError(f"run_graph: expected a tuple of {plan.n_arguments} arguments, got {arguments}")
         slot_types, typed_calls = _type_plan(typingctx, plan, arguments)
         list_types = [array_list_type(slot_types[group[0]]) for group in plan.lists]
+        if not lists:
+            list_types = [BoxedListType(t.dtype, len(group)) for t, group in zip(list_types, plan.lists)]
         return_type = types.BaseTuple.from_types([*(slot_types[s] for s in plan.outputs), *list_types])
 
         def codegen(context, builder, signature, args):

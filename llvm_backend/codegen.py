@@ -138,6 +138,9 @@ class GraphSource:
     """``(name, value)`` of constants numba would make dynamic globals, passed as arguments instead."""
     direct_sources: list[int] = field(default_factory=list)
     """Positions of the sources passed as parameters of their own, in parameter order."""
+    embedded: list[str] = field(default_factory=list)
+    """Names of the constants the function embeds (globals of ``global_env``), after the parameters in
+    ``llvm_graph``'s tuple."""
     packs: list[PackParam] = field(default_factory=list)
     """The pack parameters, after the direct ones."""
     direct_outputs: list[int] = field(default_factory=list)
@@ -187,20 +190,24 @@ class GraphSource:
     def entry_source(self, n_inputs: int, function: str, name: str = "llvm_graph_entry") -> str:
         """A function of the graph's ``n_inputs`` inputs returning its outputs in order, as stock's graph
         function does, by calling ``function`` (this graph function): it packs what is packed, passes the
-        constant parameters by name (globals of the entry) and reads the listed outputs back in place."""
+        constant parameters by name (globals of the entry) and reads the listed outputs back in place.
+
+        A graph with output lists is run by ``llvm_graph_lists`` (``graph_intrinsic(plan, lists=True)``) in
+        the entry itself instead, on the graph function's arguments and embedded constants: ``function``
+        returns Python lists, which compiled code cannot read."""
         inputs = [f"entry_input_{k}" for k in range(n_inputs)]
         sources = [*inputs, *(name for name, _ in self.constant_params)]
         arguments = self.arguments(sources, pack=lambda _, items: f"pack_of({tuple_source(items)})")
+        if self.output_lists:
+            call = f"llvm_graph_lists({tuple_source([*arguments, *self.embedded])})"
+        else:
+            call = call_source(function, arguments)
         n_direct = len(self.direct_outputs)
         outputs = {j: f"result[{d}]" for d, j in enumerate(self.direct_outputs)}
         for g, positions in enumerate(self.output_lists):
             outputs |= {j: f"result[{n_direct + g}][{k}]" for k, j in enumerate(positions)}
         returned = tuple_source([outputs[j] for j in range(len(outputs))]) if outputs else "()"
-        return (
-            f"def {name}({', '.join(inputs)}):\n"
-            f"    result = {call_source(function, arguments)}\n"
-            f"    return {returned}\n"
-        )
+        return f"def {name}({', '.join(inputs)}):\n    result = {call}\n    return {returned}\n"
 
     def argument_types(self, input_types: list) -> list:
         """The numba types of the arguments, given the graph inputs' types."""
@@ -319,7 +326,8 @@ class _Writer:
         graph.global_env["llvm_graph"] = graph_intrinsic(graph.plan)
         graph.slot_names = {slot: self.name_of(var) for var, slot in slots.items()}
         graph.slot_names |= {len(graph.direct_sources) + k: pack.name for k, pack in enumerate(graph.packs)}
-        graph.returned = f"llvm_graph({tuple_source([*graph.params, *map(self.name_of, self.embedded)])})"
+        graph.embedded = [self.name_of(var) for var in self.embedded]
+        graph.returned = f"llvm_graph({tuple_source([*graph.params, *graph.embedded])})"
         graph.node_keys.append(("outputs", tuple(self.coords[out] for out in fgraph.outputs)))
         graph.node_keys.append(("packs", tuple((str(p.numba_type), p.positions) for p in graph.packs)))
         graph.node_keys.append(("output lists", tuple(graph.output_lists)))

@@ -10,6 +10,7 @@ from pytensor.link.numba.linker import NumbaLinker
 from pytensor.link.utils import raise_with_op
 
 from intrinsics.argpack import ArrayPack, pack_of
+from intrinsics.graph import graph_intrinsic
 from intrinsics.tuples import flatten_tuple
 from llvm_backend.codegen import GraphSource, PackParam, graph_cache_key, graph_source
 from llvm_backend.dispatch import CODEGEN_VERSION, llvm_funcify_and_cache_key
@@ -71,7 +72,9 @@ def graph_entry(graph: GraphSource, n_inputs: int, graph_fn):
     if not graph.hides_arguments:
         return dispatcher
     env = {
+        **graph.global_env,
         "llvm_graph_fn": dispatcher,
+        "llvm_graph_lists": graph_intrinsic(graph.plan, lists=True),
         "pack_of": pack_of,
         "flatten_tuple": flatten_tuple,
         **dict(graph.constant_params),

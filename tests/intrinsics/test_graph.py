@@ -10,6 +10,7 @@ from numba.core.runtime import _nrt_python, rtsys
 from intrinsics.argpack import ArrayPack, ArrayPackType, pack_item
 from intrinsics.graph import GraphPlan, PlanCall, PlanItem, graph_intrinsic
 from intrinsics.join import linear_join
+from llvm_backend.tools.measure import nrt_allocations_per_call
 
 
 @numba.njit
@@ -67,6 +68,16 @@ def compiled(plan):
     return graph
 
 
+def compiled_with_lists(plan):
+    run = graph_intrinsic(plan, lists=True)
+
+    @numba.njit
+    def graph(arguments):
+        return run(arguments)
+
+    return graph
+
+
 def allocations_balance(call, n_calls=50):
     call()
     _nrt_python.memsys_enable_stats()
@@ -89,6 +100,55 @@ def test_calls_on_pack_items_fill_the_output_list():
     assert isinstance(listed, list)
     for got, x in zip(listed, xs, strict=True):
         np.testing.assert_array_equal(got, x * 2)
+
+
+def _listing_plan(n: int) -> GraphPlan:
+    """``twice`` of each of a pack's ``n`` arrays, returned in one group, with the pack's first array listed
+    twice more (a slot no call makes, and one in two places)."""
+    return GraphPlan(
+        n_arguments=1,
+        items=tuple(PlanItem(1 + k, 0, k) for k in range(n)),
+        calls=tuple(PlanCall(twice, (1 + k,), (1 + n + k,)) for k in range(n)),
+        lists=((*(1 + n + k for k in range(n)), 1, 1),),
+    )
+
+
+def test_python_lists_are_built_without_a_heap_allocation_of_numbas():
+    xs = [np.arange(4.0) + i for i in range(6)]
+    pack = pack_of(xs)
+    plan = _listing_plan(len(xs))
+    as_rows, as_lists = compiled(plan), compiled_with_lists(plan)
+    first = as_rows((pack,))[0]
+    second = as_rows((pack_of([x + 10 for x in xs]),))[0]
+    for got, inputs in ((first, xs), (second, [x + 10 for x in xs])):
+        assert isinstance(got, list) and len(got) == len(xs) + 2
+        for array, want in zip(got, [*(x * 2 for x in inputs), inputs[0], inputs[0]], strict=True):
+            np.testing.assert_array_equal(array, want)
+    rows = nrt_allocations_per_call(lambda: as_rows((pack,)))
+    assert rows == len(xs) + len(xs)  # the outputs, and one MemInfo per pack item unboxed
+    assert nrt_allocations_per_call(lambda: as_lists((pack,))) == rows + 1
+    assert allocations_balance(lambda: as_rows((pack,)))
+    del first
+    assert sys.getrefcount(xs[0]) == sys.getrefcount(xs[1])
+
+
+def test_numba_lists_are_read_in_compiled_code_and_python_lists_are_not():
+    xs = [np.arange(3.0) + i for i in range(5)]
+    plan = _listing_plan(len(xs))
+    as_lists, as_python = graph_intrinsic(plan, lists=True), graph_intrinsic(plan)
+
+    @numba.njit
+    def total_of_lists(arguments):
+        listed = as_lists(arguments)[0]
+        return sum([x.sum() for x in listed])
+
+    @numba.njit
+    def first_of_python_list(arguments):
+        return as_python(arguments)[0][0]
+
+    assert total_of_lists((pack_of(xs),)) == sum(x.sum() * 2 for x in xs) + 2 * xs[0].sum()
+    with pytest.raises(errors.TypingError, match="BoxedList"):
+        first_of_python_list((pack_of(xs),))
 
 
 def test_values_flow_between_calls_and_returned_inputs_stay_alive():

@@ -100,9 +100,10 @@ def twice(x):
 def emit_graph(plan, argument_types):
     """A fresh module with one numba-convention function ``graph`` whose body is what the intrinsic of
     ``plan`` emits on a tuple of ``argument_types``; its parameters are named ``arg0``, ``arg1``, ... (the
-    tuple flattened) and ``retptr``."""
+    tuple flattened) and ``retptr``. Its lists are numba lists (``lists=True``), as `intrinsics.graph._emit`'s
+    docstring shows them."""
     arguments = types.Tuple(argument_types)
-    signature, codegen = graph_intrinsic(plan)._defn(cpu_target.typing_context, arguments)
+    signature, codegen = graph_intrinsic(plan, lists=True)._defn(cpu_target.typing_context, arguments)
     context = cpu_target.target_context.subtarget(
         enable_nrt=True, fndesc=SimpleNamespace(env_name="graph.env"), environment=Environment({})
     )

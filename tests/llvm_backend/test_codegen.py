@@ -11,7 +11,7 @@ import pytest
 import llvm_backend  # noqa: F401
 from llvm_backend.codegen import call_source, tuple_source
 from llvm_backend.dispatch import MAX_ITEMS
-from llvm_backend.tools.measure import uncached_kernel, unoptimized_ir_size
+from llvm_backend.tools.measure import allocations_per_call, uncached_kernel, unoptimized_ir_size
 from llvm_backend.tools.testing import compare_llvm_numba_and_py
 
 
@@ -116,6 +116,15 @@ def test_wide_graphs_with_mixed_inputs_and_outputs_pack_and_list_them(n):
     assert {str(p.numba_type.array_type) for p in graph.packs} >= {"array(float64, 1d, A)", "array(int32, 1d, A)"}
     assert len(graph.output_lists) >= 3
     assert sorted(graph.direct_outputs + [i for listed in graph.output_lists for i in listed]) == list(range(len(outs)))
+
+
+def test_outputs_returned_in_rows_allocate_no_more_than_stock():
+    xs, values = _vectors(MAX_ITEMS + 10)
+    outputs = [x * 2 for x in xs]
+    fn, _ = compare_llvm_numba_and_py(xs, outputs, values)
+    assert fn.vm.graph_source.output_lists
+    stock = pytensor.function(xs, outputs, mode="NUMBA")
+    assert allocations_per_call(fn, values).total <= allocations_per_call(stock, values).total
 
 
 def test_joins_of_input_slices_and_of_intermediates():

@@ -1,9 +1,12 @@
-"""An oracle for `test_fuzz`'s isolated runs: the fuzzer's own, except that the process aborts on its second
-graph after a last word on stderr, as LLVM does on a symbol it cannot resolve."""
+"""Oracles for `test_fuzz`'s isolated runs: the fuzzer's own, except that on its second graph the process
+aborts after a last word on stderr, as LLVM does on a symbol it cannot resolve (`check`), or hangs under stock
+NUMBA, as its compile of a Join of hundreds of entries does (`hang_under_stock`)."""
 
 import os
 import sys
+import time
 
+from llvm_backend.tools.fuzz.oracle import report_stage
 from llvm_backend.tools.fuzz.runner import check_spec
 
 _checked = 0
@@ -16,4 +19,13 @@ def check(spec):
         sys.stderr.write("LLVM ERROR: planted abort\n")
         sys.stderr.flush()
         os.abort()
+    return check_spec(spec)
+
+
+def hang_under_stock(spec):
+    global _checked
+    _checked += 1
+    if _checked == 2:
+        report_stage("NUMBA")
+        time.sleep(3600)
     return check_spec(spec)

@@ -59,6 +59,16 @@ def test_isolated_run_records_a_graph_that_kills_the_process_and_goes_on(tmp_pat
     subprocess.run([sys.executable, str(reproducer)], check=True, capture_output=True, timeout=600)
 
 
+def test_isolated_run_stops_a_graph_stock_numba_hangs_on_and_records_it_as_stock(tmp_path, importable_tests):
+    check = "tests.llvm_backend.dying_oracle:hang_under_stock"
+    summary = run_isolated(0, graphs=3, out=tmp_path, check=check, graph_seconds=5)
+    assert summary.graphs == 3 and summary.failures == [], summary.format()
+    stopped = [(message, path) for message, path in summary.stock if "stopped after" in message]
+    assert len(stopped) == 1, summary.format()
+    assert stopped[0][1].parent == tmp_path / "stock" and "under NUMBA" in stopped[0][1].read_text()
+    assert not (tmp_path / PENDING).exists()
+
+
 def test_isolated_run_reports_a_worker_that_fails_outside_any_graph(tmp_path, importable_tests):
     with pytest.raises(WorkerError, match="AttributeError"):
         run_isolated(0, graphs=2, out=tmp_path, check="tests.llvm_backend.dying_oracle:no_such_oracle")

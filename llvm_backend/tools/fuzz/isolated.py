@@ -2,31 +2,44 @@
 crash in the summary and the run goes on.
 
 `run_isolated` starts ``python -m llvm_backend.tools.fuzz.isolated REQUEST`` with the budget left. The child
-runs `runner.run`, writes its summary to a state file after each graph and prints one line per step on stderr.
-When it dies from a signal, the graph it was checking (``out/PENDING``, written before each compile) becomes a
-``crash-<hash>.py`` reproducer carrying the child's last words, and a new child goes on under the next
-hypothesis seed. A graph that kills the process is not shrunk (shrinking replays it in the dying process).
+runs `runner.run`, writes its summary to a state file after each graph and prints one line per step on stderr,
+and one per mode it compiles a graph under (`oracle.reporting_stages`). When it dies from a signal, or is
+stopped for spending more than ``graph_seconds`` on one mode's compile and call or holding more than half the
+machine's memory, the graph it was checking (``out/PENDING``, written before each compile) becomes a
+``crash-<hash>.py`` reproducer carrying the child's last words and the mode, and a new child goes on under the
+next hypothesis seed. Under stock NUMBA (which compiled a Join of 227 entries for 8 minutes and 17 GB, inside
+LLVM's loop strength reduction, where LLVM took 5 s) it is a stock discrepancy, under LLVM or the py linker a
+crash. A graph that kills the process is not shrunk (shrinking replays it in the dying process).
 """
 
 import importlib
 import json
 import math
+import os
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from llvm_backend.tools.fuzz.oracle import reporting_stages
 from llvm_backend.tools.fuzz.reproducer import write_crash
 from llvm_backend.tools.fuzz.runner import PENDING, Summary, check_spec, run
 
-__all__ = ["WorkerError", "run_isolated"]
+__all__ = ["GRAPH_SECONDS", "WorkerError", "run_isolated"]
+
+GRAPH_SECONDS = 600.0
+"""How long the child may compile and call one graph under one mode before it is stopped."""
 
 _STEP = "fuzz-step:"
 """Starts the child's stderr line after each step; the note follows."""
+_STAGE = "fuzz-stage:"
+"""Starts the child's stderr line naming the mode it compiles the graph under next."""
 
 
 class WorkerError(RuntimeError):
@@ -47,10 +60,11 @@ def run_isolated(
     out: Path = Path("fuzz-results"),
     progress: Callable[[Summary, str], None] = lambda summary, note: None,
     check: str | None = None,
+    graph_seconds: float = GRAPH_SECONDS,
 ) -> Summary:
-    """`runner.run` in child processes, with the same arguments and summary; a child's death while checking a
-    graph is recorded as a crash with its reproducer. ``check`` names the oracle as ``"module:function"``
-    (default: `runner.check_spec`)."""
+    """`runner.run` in child processes, with the same arguments and summary; a child's death or stop while
+    checking a graph is recorded with its reproducer (see the module docstring). ``check`` names the oracle as
+    ``"module:function"`` (default: `runner.check_spec`)."""
     if graphs is None and minutes is None:
         graphs = 100
     limit = graphs if graphs is not None else math.inf
@@ -73,45 +87,109 @@ def run_isolated(
             }
             state.unlink(missing_ok=True)
             (out / PENDING).unlink(missing_ok=True)
-            child, last_words = _run_child(request, summary, start, progress)
+            end = _run_child(request, summary, start, progress, graph_seconds)
             part = Summary.from_json(state.read_text()) if state.exists() else Summary(run_seed, run_seed)
             summary.merge(part)
             summary.seconds = time.monotonic() - start
-            if child == 0:
+            if end.returncode == 0:
                 break
             pending = out / PENDING
-            if child > 0 or not pending.exists():
-                raise WorkerError(f"the fuzz worker exited with status {child}; its last words:\n" + last_words)
-            how = f"The process died ({_signal_name(child)}) checking this graph; its last words:\n\n{last_words}"
-            summary.failures.append(("crash", write_crash(out, pending.read_text(), how)))
+            if (end.returncode > 0 and end.stopped is None) or not pending.exists():
+                raise WorkerError(
+                    f"the fuzz worker exited with status {end.returncode}; its last words:\n" + end.last_words
+                )
+            cause = end.stopped or f"died ({_signal_name(end.returncode)})"
+            how = f"The process {cause} checking this graph under {end.stage}; its last words:\n\n{end.last_words}"
+            if end.stage == "NUMBA":
+                summary.stock.append(
+                    (f"stock NUMBA: the process {cause}", write_crash(out / "stock", pending.read_text(), how))
+                )
+            else:
+                summary.failures.append(("crash", write_crash(out, pending.read_text(), how)))
             pending.unlink()
             summary.graphs += 1
-            progress(summary, "the worker died on a graph: wrote a crash reproducer, starting a new one")
+            progress(
+                summary, f"the worker {cause} on a graph under {end.stage}: wrote a reproducer, starting a new one"
+            )
             run_seed = part.run_seed + 1
     return summary
 
 
-def _run_child(request: dict, done: Summary, start: float, progress) -> tuple[int, str]:
+@dataclass
+class _ChildEnd:
+    returncode: int | None = None
+    last_words: str = ""
+    stage: str = "no mode"
+    """The mode the child last said it compiles a graph under."""
+    stopped: str | None = None
+    """Why the watchdog stopped the child, if it did."""
+    heard: float = field(default_factory=time.monotonic)
+    """When the child last wrote a step or a stage."""
+
+
+def _resident_bytes(pid: int) -> int:
+    """The resident memory of process ``pid`` (0 where ``/proc`` does not tell)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0
+    kilobytes = [line.split()[1] for line in status.splitlines() if line.startswith("VmRSS:")]
+    return int(kilobytes[0]) * 1024 if kilobytes else 0
+
+
+def _memory_limit() -> float:
+    """Half the machine's memory (unlimited where it is not known)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2
+    except (ValueError, OSError, AttributeError):
+        return math.inf
+
+
+def _watch(child: subprocess.Popen, end: _ChildEnd, graph_seconds: float) -> None:
+    """Stop ``child`` once it has been silent for ``graph_seconds`` or holds more than `_memory_limit`."""
+    limit = _memory_limit()
+    while child.poll() is None:
+        silent = time.monotonic() - end.heard
+        resident = _resident_bytes(child.pid)
+        if silent > graph_seconds:
+            end.stopped = f"was stopped after {silent:.0f} s on one mode"
+        elif resident > limit:
+            end.stopped = f"was stopped holding {resident / 2**30:.1f} GB"
+        if end.stopped is not None:
+            child.kill()
+            return
+        time.sleep(0.5)
+
+
+def _run_child(request: dict, done: Summary, start: float, progress, graph_seconds: float) -> _ChildEnd:
     """Run one child to its end, relaying its steps to ``progress`` (over ``done``, what earlier children did);
-    its return code and the last lines it wrote that were not steps."""
+    how it ended, the mode it last compiled under and the last lines it wrote that were not steps."""
     state = Path(request["state"])
     last = deque(maxlen=20)
+    end = _ChildEnd()
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as file:
         json.dump(request, file)
     command = [sys.executable, "-m", "llvm_backend.tools.fuzz.isolated", file.name]
     try:
         with subprocess.Popen(command, stderr=subprocess.PIPE, text=True, errors="replace") as child:
+            watchdog = threading.Thread(target=_watch, args=(child, end, graph_seconds), daemon=True)
+            watchdog.start()
             for line in child.stderr:
-                if line.startswith(_STEP) and state.exists():
+                if line.startswith(_STAGE):
+                    end.stage, end.heard = line[len(_STAGE) :].strip(), time.monotonic()
+                elif line.startswith(_STEP) and state.exists():
+                    end.heard = time.monotonic()
                     current = Summary.from_json(done.to_json())
                     current.merge(Summary.from_json(state.read_text()))
                     current.seconds = time.monotonic() - start
                     progress(current, line[len(_STEP) :].strip())
                 elif line.strip():
                     last.append(line.rstrip())
+        watchdog.join()
     finally:
         Path(file.name).unlink()
-    return child.returncode, "\n".join(last)
+    end.returncode, end.last_words = child.returncode, "\n".join(last)
+    return end
 
 
 def _resolve(name: str | None):
@@ -134,9 +212,19 @@ def _child(request_path: str) -> int:
         sys.stderr.write(f"{_STEP} {note}\n")
         sys.stderr.flush()
 
-    summary = run(
-        request["seed"], request["graphs"], request["minutes"], Path(request["out"]), step, _resolve(request["check"])
-    )
+    def stage(mode: str) -> None:
+        sys.stderr.write(f"{_STAGE} {mode}\n")
+        sys.stderr.flush()
+
+    with reporting_stages(stage):
+        summary = run(
+            request["seed"],
+            request["graphs"],
+            request["minutes"],
+            Path(request["out"]),
+            step,
+            _resolve(request["check"]),
+        )
     step(summary, "done")
     return 0
 

@@ -12,6 +12,8 @@ minutes over them) only where LLVM disagrees with the py linker, to tell the two
 """
 
 from collections.abc import Callable
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -20,7 +22,18 @@ from pytensor.compile.mode import Mode
 
 from llvm_backend.tools.testing import value_kind
 
-__all__ = ["PY", "TOLERANCES", "Finding", "Outcome", "Run", "check", "difference", "disagreement"]
+__all__ = [
+    "PY",
+    "TOLERANCES",
+    "Finding",
+    "Outcome",
+    "Run",
+    "check",
+    "difference",
+    "disagreement",
+    "report_stage",
+    "reporting_stages",
+]
 
 PY = Mode(linker="py")
 
@@ -119,7 +132,29 @@ def _call(fn, values: Callable[[], list]) -> Run:
     return run
 
 
+_STAGE_LISTENER: ContextVar[Callable[[str], None] | None] = ContextVar("llvm_backend_fuzz_stage", default=None)
+
+
+@contextmanager
+def reporting_stages(listener: Callable[[str], None]):
+    """Within it, `check` calls ``listener(mode)`` ("py", "LLVM" or "NUMBA") before it compiles and calls a
+    graph under that mode: what a process that dies or hangs on a graph was doing."""
+    token = _STAGE_LISTENER.set(listener)
+    try:
+        yield
+    finally:
+        _STAGE_LISTENER.reset(token)
+
+
+def report_stage(mode: str) -> None:
+    """Tell the listener of `reporting_stages`, if any, that ``mode`` is compiling and calling a graph now."""
+    listener = _STAGE_LISTENER.get()
+    if listener is not None:
+        listener(mode)
+
+
 def _run(mode, inputs, outputs, values) -> Run:
+    report_stage("py" if mode is PY else mode)
     try:
         fn = pytensor.function(inputs, outputs, mode=mode, on_unused_input="ignore")
     except Exception as error:

@@ -28,7 +28,7 @@ from llvm_backend.dispatch import LOWERINGS, lowering_for
 from llvm_backend.rewrites.hoist import hoist_invariants
 from llvm_backend.tools.fuzz import generator
 from llvm_backend.tools.fuzz.generator import FAMILIES, GraphSpec
-from llvm_backend.tools.fuzz.oracle import Outcome, check
+from llvm_backend.tools.fuzz.oracle import Outcome, check, report_stage
 from llvm_backend.tools.fuzz.reproducer import reproducer_source, write_reproducer
 
 __all__ = ["PENDING", "TRACKED", "FuzzFailure", "Summary", "check_spec", "run", "write_pending"]
@@ -254,6 +254,7 @@ def _run_once(
             raise _BudgetSpent
         hoists = Counter()
         pending = write_pending(out, spec)
+        report_stage("the oracle, before any mode")
         with counting_hoists(hoists):
             outcome = check(spec)
         pending.unlink()

@@ -59,11 +59,20 @@ def test_isolated_run_records_a_graph_that_kills_the_process_and_goes_on(tmp_pat
     subprocess.run([sys.executable, str(reproducer)], check=True, capture_output=True, timeout=600)
 
 
-def test_isolated_run_stops_a_graph_stock_numba_hangs_on_and_records_it_as_stock(tmp_path, importable_tests):
-    check = "tests.llvm_backend.dying_oracle:hang_under_stock"
-    summary = run_isolated(0, graphs=3, out=tmp_path, check=check, graph_seconds=5)
+@pytest.mark.parametrize(
+    ("oracle", "limits", "stop"),
+    [
+        ("hang_under_stock", {"graph_seconds": 5}, " s on one mode"),
+        ("grow_under_stock", {"graph_bytes": 2**28}, " GB on one mode"),
+    ],
+    ids=["time", "memory"],
+)
+def test_isolated_run_stops_a_graph_stock_numba_hangs_on_and_records_it_as_stock(
+    tmp_path, importable_tests, oracle, limits, stop
+):
+    summary = run_isolated(0, graphs=3, out=tmp_path, check=f"tests.llvm_backend.dying_oracle:{oracle}", **limits)
     assert summary.graphs == 3 and summary.failures == [], summary.format()
-    stopped = [(message, path) for message, path in summary.stock if "stopped after" in message]
+    stopped = [(message, path) for message, path in summary.stock if stop in message]
     assert len(stopped) == 1, summary.format()
     assert stopped[0][1].parent == tmp_path / "stock" and "under NUMBA" in stopped[0][1].read_text()
     assert not (tmp_path / PENDING).exists()

@@ -4,8 +4,8 @@ crash in the summary and the run goes on.
 `run_isolated` starts ``python -m llvm_backend.tools.fuzz.isolated REQUEST`` with the budget left. The child
 runs `runner.run`, writes its summary to a state file after each graph and prints one line per step on stderr,
 and one per mode it compiles a graph under (`oracle.reporting_stages`). When it dies from a signal, or is
-stopped for spending more than ``graph_seconds`` on one mode's compile and call or holding more than half the
-machine's memory, the graph it was checking (``out/PENDING``, written before each compile) becomes a
+stopped for spending more than ``graph_seconds`` on one mode's compile and call or growing by more than
+``graph_bytes`` in it, the graph it was checking (``out/PENDING``, written before each compile) becomes a
 ``crash-<hash>.py`` reproducer carrying the child's last words and the mode, and a new child goes on under the
 next hypothesis seed. Under stock NUMBA (which compiled a Join of 227 entries for 8 minutes and 17 GB, inside
 LLVM's loop strength reduction, where LLVM took 5 s) it is a stock discrepancy, under LLVM or the py linker a
@@ -15,7 +15,6 @@ crash. A graph that kills the process is not shrunk (shrinking replays it in the
 import importlib
 import json
 import math
-import os
 import signal
 import subprocess
 import sys
@@ -33,8 +32,11 @@ from llvm_backend.tools.fuzz.runner import PENDING, Summary, check_spec, run
 
 __all__ = ["GRAPH_SECONDS", "WorkerError", "run_isolated"]
 
-GRAPH_SECONDS = 600.0
+GRAPH_SECONDS = 300.0
 """How long the child may compile and call one graph under one mode before it is stopped."""
+GRAPH_BYTES = 4 * 2**30
+"""How much the child's resident memory may grow while it compiles and calls one graph under one mode (a
+compile takes tens to hundreds of megabytes; the child's memory grows over a run with what it has compiled)."""
 
 _STEP = "fuzz-step:"
 """Starts the child's stderr line after each step; the note follows."""
@@ -61,6 +63,7 @@ def run_isolated(
     progress: Callable[[Summary, str], None] = lambda summary, note: None,
     check: str | None = None,
     graph_seconds: float = GRAPH_SECONDS,
+    graph_bytes: int = GRAPH_BYTES,
 ) -> Summary:
     """`runner.run` in child processes, with the same arguments and summary; a child's death or stop while
     checking a graph is recorded with its reproducer (see the module docstring). ``check`` names the oracle as
@@ -87,7 +90,7 @@ def run_isolated(
             }
             state.unlink(missing_ok=True)
             (out / PENDING).unlink(missing_ok=True)
-            end = _run_child(request, summary, start, progress, graph_seconds)
+            end = _run_child(request, summary, start, progress, (graph_seconds, graph_bytes))
             part = Summary.from_json(state.read_text()) if state.exists() else Summary(run_seed, run_seed)
             summary.merge(part)
             summary.seconds = time.monotonic() - start
@@ -125,6 +128,11 @@ class _ChildEnd:
     """Why the watchdog stopped the child, if it did."""
     heard: float = field(default_factory=time.monotonic)
     """When the child last wrote a step or a stage."""
+    resident: int = 0
+    """The child's resident memory then."""
+
+    def hear(self, pid: int) -> None:
+        self.heard, self.resident = time.monotonic(), _resident_bytes(pid)
 
 
 def _resident_bytes(pid: int) -> int:
@@ -137,31 +145,23 @@ def _resident_bytes(pid: int) -> int:
     return int(kilobytes[0]) * 1024 if kilobytes else 0
 
 
-def _memory_limit() -> float:
-    """Half the machine's memory (unlimited where it is not known)."""
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2
-    except (ValueError, OSError, AttributeError):
-        return math.inf
-
-
-def _watch(child: subprocess.Popen, end: _ChildEnd, graph_seconds: float) -> None:
-    """Stop ``child`` once it has been silent for ``graph_seconds`` or holds more than `_memory_limit`."""
-    limit = _memory_limit()
+def _watch(child: subprocess.Popen, end: _ChildEnd, graph_seconds: float, graph_bytes: int) -> None:
+    """Stop ``child`` once it has been silent for ``graph_seconds`` or grown by ``graph_bytes`` since it last
+    wrote a step or a stage."""
     while child.poll() is None:
         silent = time.monotonic() - end.heard
-        resident = _resident_bytes(child.pid)
+        grown = _resident_bytes(child.pid) - end.resident
         if silent > graph_seconds:
             end.stopped = f"was stopped after {silent:.0f} s on one mode"
-        elif resident > limit:
-            end.stopped = f"was stopped holding {resident / 2**30:.1f} GB"
+        elif end.resident and grown > graph_bytes:
+            end.stopped = f"was stopped after growing by {grown / 2**30:.1f} GB on one mode"
         if end.stopped is not None:
             child.kill()
             return
         time.sleep(0.5)
 
 
-def _run_child(request: dict, done: Summary, start: float, progress, graph_seconds: float) -> _ChildEnd:
+def _run_child(request: dict, done: Summary, start: float, progress, limits: tuple[float, int]) -> _ChildEnd:
     """Run one child to its end, relaying its steps to ``progress`` (over ``done``, what earlier children did);
     how it ended, the mode it last compiled under and the last lines it wrote that were not steps."""
     state = Path(request["state"])
@@ -172,13 +172,14 @@ def _run_child(request: dict, done: Summary, start: float, progress, graph_secon
     command = [sys.executable, "-m", "llvm_backend.tools.fuzz.isolated", file.name]
     try:
         with subprocess.Popen(command, stderr=subprocess.PIPE, text=True, errors="replace") as child:
-            watchdog = threading.Thread(target=_watch, args=(child, end, graph_seconds), daemon=True)
+            watchdog = threading.Thread(target=_watch, args=(child, end, *limits), daemon=True)
             watchdog.start()
             for line in child.stderr:
                 if line.startswith(_STAGE):
-                    end.stage, end.heard = line[len(_STAGE) :].strip(), time.monotonic()
+                    end.stage = line[len(_STAGE) :].strip()
+                    end.hear(child.pid)
                 elif line.startswith(_STEP) and state.exists():
-                    end.heard = time.monotonic()
+                    end.hear(child.pid)
                     current = Summary.from_json(done.to_json())
                     current.merge(Summary.from_json(state.read_text()))
                     current.seconds = time.monotonic() - start

@@ -30,7 +30,7 @@ from llvm_backend.tools.fuzz.oracle import reporting_stages
 from llvm_backend.tools.fuzz.reproducer import write_crash
 from llvm_backend.tools.fuzz.runner import PENDING, Summary, check_spec, run
 
-__all__ = ["GRAPH_SECONDS", "WorkerError", "run_isolated"]
+__all__ = ["GRAPH_BYTES", "GRAPH_SECONDS", "WorkerError", "run_isolated"]
 
 GRAPH_SECONDS = 300.0
 """How long the child may compile and call one graph under one mode before it is stopped."""

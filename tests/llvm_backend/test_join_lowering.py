@@ -10,6 +10,7 @@ from pytensor.tensor.rewriting.scalarize import ScalarizedJoin
 import llvm_backend
 from intrinsics.join import linear_join
 from llvm_backend.dispatch import MAX_ITEMS
+from llvm_backend.lowerings.join import NUMBA_MAX_TUPLE, entries_fit_a_call
 from llvm_backend.tools.testing import PY_MODE, compare_llvm_numba_and_py
 
 
@@ -125,3 +126,30 @@ def test_make_vector_of_many_scalars(n, dtype):
     # Wide, the graph's inputs come as one pack, which the MakeVector of all of them takes as its argument.
     make_vectors = [call for call in fn.vm.graph_source.plan.calls if isinstance(call.label.op, MakeVector)]
     assert [call.pack_from for call in make_vectors] == ([0] if n > MAX_ITEMS else [None] * len(make_vectors))
+
+
+def test_more_entries_than_numba_takes_in_one_argument_go_to_stocks_function():
+    # Found by `llvm-backend fuzz --seed 31 --minutes 30`: a ScalarizedJoin of 1,417 scalars failed to type
+    # (numba refuses an argument tuple of more than 1,000 values of one type), where the py linker and stock
+    # NUMBA compute it.
+    x = pt.lvector("x")
+    out = pt.concatenate([pt.atleast_1d(x.sum() + k) for k in range(1, NUMBA_MAX_TUPLE + 2)])
+    fn = pytensor.function([x], out, mode="LLVM")
+    [join] = [node for node in fn.maker.fgraph.apply_nodes if isinstance(node.op, ScalarizedJoin)]
+    assert len(join.inputs) > NUMBA_MAX_TUPLE and not entries_fit_a_call(join)
+    np.testing.assert_array_equal(fn(np.arange(3)), pytensor.function([x], out, mode=PY_MODE)(np.arange(3)))
+
+
+@pytest.mark.parametrize(
+    ("entries", "fits"),
+    [
+        ([pt.lscalar(f"s{k}") for k in range(NUMBA_MAX_TUPLE)], True),
+        ([pt.lscalar(f"s{k}") for k in range(NUMBA_MAX_TUPLE + 1)], True),
+        ([pt.dvector(f"v{k}") for k in range(NUMBA_MAX_TUPLE + 1)], True),
+        ([pt.dvector(f"v{k}") for k in range(NUMBA_MAX_TUPLE)] + [pt.lvector("w")], False),
+    ],
+    ids=["1000 scalars", "1001 0-d tensors, one pack", "1001 vectors, one pack", "1001 of two dtypes"],
+)
+def test_entries_fit_a_call_of_numba_as_one_tuple_or_one_pack(entries, fits):
+    node = pt.stack(entries).owner if entries[0].ndim == 0 else pt.concatenate(entries).owner
+    assert entries_fit_a_call(node) is fits

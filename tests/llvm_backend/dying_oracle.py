@@ -1,7 +1,7 @@
 """Oracles for `test_fuzz`'s isolated runs: the fuzzer's own, except that on its second graph the process
 aborts after a last word on stderr, as LLVM does on a symbol it cannot resolve (`check`), or hangs under stock
 NUMBA, as its compile of a Join of hundreds of entries does, without (`hang_under_stock`) or with
-(`grow_under_stock`) growing by gigabytes."""
+(`grow_under_stock`) growing by gigabytes, or while it judges a disagreement of LLVM's (`hang_judging_llvm`)."""
 
 import os
 import sys
@@ -42,4 +42,13 @@ def grow_under_stock(spec):
         held = np.ones(2**26)  # 512 MiB, written
         time.sleep(3600)
         held.sum()
+    return check_spec(spec)
+
+
+def hang_judging_llvm(spec):
+    global _checked
+    _checked += 1
+    if _checked == 2:
+        report_stage("NUMBA, to judge LLVM's disagreement with py")
+        time.sleep(3600)
     return check_spec(spec)

@@ -18,7 +18,7 @@ import llvm_backend  # noqa: F401  (registers the LLVM mode)
 from llvm_backend.dispatch import LOWERINGS, register_lowering
 from llvm_backend.tools.fuzz.generator import FAMILIES, graphs
 from llvm_backend.tools.fuzz.isolated import WorkerError, run_isolated
-from llvm_backend.tools.fuzz.oracle import check
+from llvm_backend.tools.fuzz.oracle import check, reporting_stages
 from llvm_backend.tools.fuzz.reproducer import write_reproducer
 from llvm_backend.tools.fuzz.runner import PENDING, TRACKED, run
 
@@ -76,6 +76,13 @@ def test_isolated_run_stops_a_graph_stock_numba_hangs_on_and_records_it_as_stock
     assert len(stopped) == 1, summary.format()
     assert stopped[0][1].parent == tmp_path / "stock" and "under NUMBA" in stopped[0][1].read_text()
     assert not (tmp_path / PENDING).exists()
+
+
+def test_isolated_run_counts_a_hang_of_stock_judging_llvm_as_a_crash(tmp_path, importable_tests):
+    check = "tests.llvm_backend.dying_oracle:hang_judging_llvm"
+    summary = run_isolated(0, graphs=3, out=tmp_path, check=check, graph_seconds=5)
+    assert [kind for kind, _ in summary.failures] == ["crash"], summary.format()
+    assert "to judge LLVM's disagreement" in summary.failures[0][1].read_text()
 
 
 def test_isolated_run_reports_a_worker_that_fails_outside_any_graph(tmp_path, importable_tests):
@@ -153,6 +160,16 @@ def test_oracle_catches_a_wrong_answer(planted_lowering):
     outcome = _check_planted("value", np.array([1.0, 2.0]))
     assert [f.kind for f in outcome.failures] == ["mismatch"], outcome.report()
     assert "output 0: at (1,)" in outcome.failures[0].message
+
+
+@pytest.mark.parametrize(
+    ("bug", "numba_stage"), [("none", "NUMBA"), ("value", "NUMBA, to judge LLVM's disagreement with py")]
+)
+def test_oracle_reports_each_mode_before_it_compiles_the_graph(planted_lowering, bug, numba_stage):
+    stages = []
+    with reporting_stages(stages.append):
+        _check_planted(bug, np.array([1.0, 2.0]))
+    assert stages == ["py", "LLVM", numba_stage]
 
 
 def test_oracle_catches_a_wrong_exception_type(planted_lowering):

@@ -8,8 +8,9 @@ stopped for spending more than ``graph_seconds`` on one mode's compile and call 
 ``graph_bytes`` in it, the graph it was checking (``out/PENDING``, written before each compile) becomes a
 ``crash-<hash>.py`` reproducer carrying the child's last words and the mode, and a new child goes on under the
 next hypothesis seed. Under stock NUMBA (which compiled a Join of 227 entries for 8 minutes and 17 GB, inside
-LLVM's loop strength reduction, where LLVM took 5 s) it is a stock discrepancy, under LLVM or the py linker a
-crash. A graph that kills the process is not shrunk (shrinking replays it in the dying process).
+LLVM's loop strength reduction, where LLVM took 5 s) it is a stock discrepancy, unless stock was compiled to
+judge a disagreement of LLVM's with the py linker, which stays unexplained; under LLVM or the py linker it is
+a crash. A graph that kills the process is not shrunk (shrinking replays it in the dying process).
 """
 
 import importlib

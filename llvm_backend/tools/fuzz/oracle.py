@@ -153,8 +153,8 @@ def report_stage(mode: str) -> None:
         listener(mode)
 
 
-def _run(mode, inputs, outputs, values) -> Run:
-    report_stage("py" if mode is PY else mode)
+def _run(mode, inputs, outputs, values, stage: str | None = None) -> Run:
+    report_stage(stage or ("py" if mode is PY else mode))
     try:
         fn = pytensor.function(inputs, outputs, mode=mode, on_unused_input="ignore")
     except Exception as error:
@@ -223,8 +223,11 @@ def check(inputs, outputs, values: Callable[[], list], stock: bool = True) -> Ou
     if runs["py"].error is not None and runs["py"].stage == "compile":
         return Outcome(runs, invalid=True)
     runs["LLVM"] = _run("LLVM", inputs, outputs, values)
-    if stock or disagreement(runs["LLVM"], runs["py"]):
-        runs["NUMBA"] = _run("NUMBA", inputs, outputs, values)
+    ours = disagreement(runs["LLVM"], runs["py"])
+    if stock or ours:
+        # Dying or hanging here is stock's only if it was not asked to explain a disagreement of LLVM's.
+        stage = "NUMBA, to judge LLVM's disagreement with py" if ours else "NUMBA"
+        runs["NUMBA"] = _run("NUMBA", inputs, outputs, values, stage)
     findings = _classify(runs)
     if runs["LLVM"].function is not None:
         findings += _jit_fn_findings(runs["LLVM"], values)

@@ -15,40 +15,36 @@ from llvm_backend.tools.fuzz.runner import check_spec
 _checked = 0
 
 
-def check(spec):
-    global _checked
-    _checked += 1
-    if _checked == 2:
-        sys.stderr.write("LLVM ERROR: planted abort\n")
-        sys.stderr.flush()
-        os.abort()
-    return check_spec(spec)
+def _on_second_graph(planted):
+    """The fuzzer's oracle, which calls ``planted()`` instead of checking the second graph of the process."""
+
+    def oracle(spec):
+        global _checked
+        _checked += 1
+        if _checked == 2:
+            planted()
+        return check_spec(spec)
+
+    return oracle
 
 
-def hang_under_stock(spec):
-    global _checked
-    _checked += 1
-    if _checked == 2:
-        report_stage("NUMBA")
+def _abort():
+    sys.stderr.write("LLVM ERROR: planted abort\n")
+    sys.stderr.flush()
+    os.abort()
+
+
+def _hang(stage: str, grow: bool = False):
+    def planted():
+        report_stage(stage)
+        held = np.ones(2**26) if grow else None  # 512 MiB, written
         time.sleep(3600)
-    return check_spec(spec)
+        del held
+
+    return planted
 
 
-def grow_under_stock(spec):
-    global _checked
-    _checked += 1
-    if _checked == 2:
-        report_stage("NUMBA")
-        held = np.ones(2**26)  # 512 MiB, written
-        time.sleep(3600)
-        held.sum()
-    return check_spec(spec)
-
-
-def hang_judging_llvm(spec):
-    global _checked
-    _checked += 1
-    if _checked == 2:
-        report_stage("NUMBA, to judge LLVM's disagreement with py")
-        time.sleep(3600)
-    return check_spec(spec)
+check = _on_second_graph(_abort)
+hang_under_stock = _on_second_graph(_hang("NUMBA"))
+grow_under_stock = _on_second_graph(_hang("NUMBA", grow=True))
+hang_judging_llvm = _on_second_graph(_hang("NUMBA, to judge LLVM's disagreement with py"))

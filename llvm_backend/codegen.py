@@ -39,7 +39,7 @@ from pytensor.tensor.type import TensorType
 from intrinsics.argpack import PACKS_SUPPORTED, ArrayPack, ArrayPackType
 from intrinsics.graph import GraphPlan, PlanCall, PlanItem, graph_intrinsic
 from intrinsics.tuples import flatten_tuple
-from llvm_backend.dispatch import MAX_ITEMS, lowering_for
+from llvm_backend.dispatch import MAX_ITEMS, lowering_for, one_pack
 
 __all__ = [
     "GraphSource",
@@ -77,13 +77,7 @@ def packed_arguments(node) -> int | None:
     if lowering is None or lowering.pack_start is None or not lowering.applies(node):
         return None
     arrays = node.inputs[lowering.pack_start :]
-    fits = (
-        PACKS_SUPPORTED
-        and len(arrays) > MAX_ITEMS
-        and all(isinstance(a.type, TensorType) for a in arrays)
-        and len({(a.type.dtype, a.type.ndim) for a in arrays}) == 1
-    )
-    return lowering.pack_start if fits else None
+    return lowering.pack_start if len(arrays) > MAX_ITEMS and one_pack(arrays) else None
 
 
 def _needs_parameter(value) -> bool:

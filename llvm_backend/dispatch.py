@@ -20,6 +20,9 @@ from pytensor.link.numba.dispatch.basic import (
     numba_funcify_ensure_cache,
     numba_njit,
 )
+from pytensor.tensor.type import TensorType
+
+from intrinsics.argpack import PACKS_SUPPORTED
 
 __all__ = [
     "CODEGEN_VERSION",
@@ -30,6 +33,7 @@ __all__ = [
     "llvm_funcify_and_cache_key",
     "lowering_cache_key",
     "lowering_for",
+    "one_pack",
     "register_lowering",
     "stock_funcify_and_key",
 ]
@@ -40,6 +44,15 @@ CODEGEN_VERSION = 10
 MAX_ITEMS = 30
 """The widest call or tuple display CPython still compiles to a single opcode: past it, the graph function
 takes arrays of one dtype and ndim as one pack, and lowerings with a pack start take their entries as one."""
+
+
+def one_pack(variables) -> bool:
+    """Whether ``variables`` are tensors of one dtype and ndim, which a function can take as one pack."""
+    return (
+        PACKS_SUPPORTED
+        and all(isinstance(v.type, TensorType) for v in variables)
+        and len({(v.type.dtype, v.type.ndim) for v in variables}) == 1
+    )
 
 
 @dataclass(frozen=True)

@@ -18,11 +18,9 @@ from pytensor.link.numba.dispatch.basic import numba_njit
 from pytensor.scalar import ScalarType
 from pytensor.tensor.basic import Join, MakeVector
 from pytensor.tensor.rewriting.scalarize import ScalarizedJoin
-from pytensor.tensor.type import TensorType
 
-from intrinsics.argpack import PACKS_SUPPORTED
 from intrinsics.join import linear_join
-from llvm_backend.dispatch import MAX_ITEMS, lowering_cache_key, register_lowering
+from llvm_backend.dispatch import MAX_ITEMS, lowering_cache_key, one_pack, register_lowering
 
 __all__ = [
     "NUMBA_MAX_TUPLE",
@@ -39,14 +37,7 @@ NUMBA_MAX_TUPLE = 1000
 
 def entries_fit_a_call(node) -> bool:
     """at most 1,000 entries, or tensors of one dtype and ndim (one pack)"""
-    entries = node.inputs
-    if len(entries) <= NUMBA_MAX_TUPLE:
-        return True
-    return (
-        PACKS_SUPPORTED
-        and all(isinstance(e.type, TensorType) for e in entries)
-        and len({(e.type.dtype, e.type.ndim) for e in entries}) == 1
-    )
+    return len(node.inputs) <= NUMBA_MAX_TUPLE or one_pack(node.inputs)
 
 
 def _joiner(axis: int, out_dtype: np.dtype):

@@ -1,6 +1,7 @@
 import re
 import sys
 
+import llvmlite.binding as llvm
 import numba
 import numpy as np
 import pytest
@@ -149,6 +150,49 @@ def test_numba_lists_are_read_in_compiled_code_and_python_lists_are_not():
     assert total_of_lists((pack_of(xs),)) == sum(x.sum() * 2 for x in xs) + 2 * xs[0].sum()
     with pytest.raises(errors.TypingError, match="BoxedList"):
         first_of_python_list((pack_of(xs),))
+
+
+def compiled_ir(function, *arguments) -> str:
+    """Optimized IR of the njit ``function`` itself, compiled for ``arguments`` (what it calls inlined)."""
+    compiled = function.overloads[tuple(numba.typeof(a) for a in arguments)]
+    module = llvm.parse_assembly(compiled.library.get_llvm_str())
+    return str(module.get_function(compiled.fndesc.mangled_name))
+
+
+def test_the_caller_holds_no_reference_to_its_arguments_across_the_graph():
+    """numba increfs each array it passes the graph and decrefs it after. The graph is a call of its own,
+    whose failure is marked a raise, so numba's pruning removes each pair, as it does around stock's calls.
+    Emitted inline, with arrays of its own released between, the graph kept 30 increfs and 30 decrefs."""
+    n = 30
+    doubled = tuple(PlanCall(twice, (k,), (n + k,)) for k in range(n))
+    summed = PlanCall(total, tuple(range(n, 2 * n)), (2 * n,))
+    plan = GraphPlan(n_arguments=n, calls=(*doubled, summed), outputs=(2 * n,))
+    graph = compiled(plan)
+    xs = tuple(np.arange(4.0) + k for k in range(n))
+    np.testing.assert_array_equal(graph(xs)[0], 2 * sum(xs))
+    caller = compiled_ir(graph, xs)
+    assert "llvm_graph_body" not in caller  # inlined
+    assert caller.count("@NRT_decref(") == n  # the doubled arrays, released after `total`
+    assert not re.findall(r"@NRT_(?:inc|dec)ref\(ptr %arg\.", caller)
+    assert allocations_balance(lambda: graph(xs))
+    with pytest.raises(ValueError, match="negative sum"):
+        compiled(GraphPlan(n_arguments=1, calls=(PlanCall(checked, (0,), (1,)),), outputs=(1,)))((-np.ones(2),))
+
+
+@numba.njit
+def positive(x):
+    return x.sum() > 0
+
+
+def test_a_boolean_output_returns_through_the_graph_call():
+    """A boolean's value (i1) and data (i8) differ: the graph's function returns what numba's return slot
+    holds, and its caller reads the value back (found by the fuzzer)."""
+    plan = GraphPlan(
+        n_arguments=1, calls=(PlanCall(positive, (0,), (1,)), PlanCall(summed, (0,), (2,))), outputs=(1, 2)
+    )
+    graph = compiled(plan)
+    assert graph((np.ones(3),)) == (True, 3.0)
+    assert graph((-np.ones(3),)) == (False, -3.0)
 
 
 def test_values_flow_between_calls_and_returned_inputs_stay_alive():

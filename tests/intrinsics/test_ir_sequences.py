@@ -98,10 +98,10 @@ def twice(x):
 
 
 def emit_graph(plan, argument_types):
-    """A fresh module with one numba-convention function ``graph`` whose body is what the intrinsic of
-    ``plan`` emits on a tuple of ``argument_types``; its parameters are named ``arg0``, ``arg1``, ... (the
-    tuple flattened) and ``retptr``. Its lists are numba lists (``lists=True``), as `intrinsics.graph._emit`'s
-    docstring shows them."""
+    """The function in which the intrinsic of ``plan`` emits the graph (`intrinsics.graph._call_body`), called
+    on a tuple of ``argument_types`` from a numba-convention function in a fresh module; its parameters are
+    named ``arg0``, ``arg1``, ... (the tuple flattened) and ``retptr``. Its lists are numba lists
+    (``lists=True``), as `intrinsics.graph._emit`'s docstring shows them."""
     arguments = types.Tuple(argument_types)
     signature, codegen = graph_intrinsic(plan, lists=True)._defn(cpu_target.typing_context, arguments)
     context = cpu_target.target_context.subtarget(
@@ -110,10 +110,7 @@ def emit_graph(plan, argument_types):
     context.refresh()
     module = ir.Module("graph")
     fn = ir.Function(module, context.call_conv.get_function_type(signature.return_type, [arguments]), "graph")
-    fn.args[0].name = "retptr"
     parameters = context.call_conv.get_arguments(fn)
-    for k, parameter in enumerate(parameters):
-        parameter.name = f"arg{k}"
     builder = ir.IRBuilder(fn.append_basic_block("entry"))
     (value,) = context.get_arg_packer([arguments]).from_arguments(builder, parameters)
     flags = Flags()
@@ -121,7 +118,10 @@ def emit_graph(plan, argument_types):
     with ConfigStack().enter(flags), context.push_code_library(context.codegen().create_library("graph")):
         out = codegen(context, builder, signature, [value])
     context.call_conv.return_value(builder, out)
-    return parsed_function(module, "graph"), len(signature.return_type)
+    [body] = [f for f in module.functions if f.name.startswith("llvm_graph_body")]
+    for k, parameter in enumerate(context.call_conv.get_arguments(body)):
+        parameter.name = f"arg{k}"
+    return parsed_function(module, body.name), len(signature.return_type)
 
 
 def graph_events(reader: Reader, plan: GraphPlan, n_returned: int) -> list[str]:

@@ -10,8 +10,9 @@ Stages (``STAGES``):
 
 The numba stages come from ``measure.uncached_kernel``: the graph recompiled with PyTensor's numba cache
 off, because under the cache the dispatcher is a one-line ``*args`` wrapper whose IR is a stub.
-``kernel_only`` keeps the kernel function alone (the generated graph function), not numba's
-``cpython.*``/``cfunc.*`` wrappers or the node functions it calls. ``ir_stats`` parses IR with
+``kernel_only`` keeps the kernel function alone (the generated graph function, with the module-local
+function holding the graph's calls where LLVM did not inline it), not numba's ``cpython.*``/``cfunc.*``
+wrappers or the node functions it calls. ``ir_stats`` parses IR with
 ``llvmlite.binding``: instructions by opcode, calls by callee, NRT allocation sites, loops.
 """
 
@@ -30,7 +31,7 @@ import pytensor
 from pytensor.link.numba.linker import NumbaLinker
 
 from llvm_backend.tools.graphs import GRAPHS, Graph
-from llvm_backend.tools.measure import Kernel, uncached_kernel
+from llvm_backend.tools.measure import Kernel, function_and_locals, uncached_kernel
 
 __all__ = [
     "IR_STAGES",
@@ -180,7 +181,7 @@ def ir_stats(ir_text: str, function_name: str | None = None) -> IRStats:
     """Counts over the function ``function_name`` of the IR module ``ir_text``, or over all it defines."""
     module = llvm.parse_assembly(ir_text)
     if function_name is not None:
-        return _function_stats(module.get_function(function_name))
+        return sum((_function_stats(f) for f in function_and_locals(module, function_name)), IRStats())
     return sum((_function_stats(f) for f in module.functions if not f.is_declaration), IRStats())
 
 
@@ -194,12 +195,18 @@ def _target_machine(triple: str):
     return target.create_target_machine(cpu=llvm.get_host_cpu_name(), features=features, opt=3, codemodel="jitdefault")
 
 
+def _kernel_text(ir_text: str, name: str) -> str:
+    """Function ``name`` of the IR module ``ir_text`` and the module-local functions it calls, as text."""
+    return "\n".join(str(f) for f in function_and_locals(llvm.parse_assembly(ir_text), name))
+
+
 def _kernel_asm(optimized_ir: str, name: str) -> str:
-    """Machine code of function ``name`` alone: every other definition made ``available_externally``,
-    which LLVM does not emit."""
+    """Machine code of function ``name`` and the module-local functions it calls alone: every other
+    definition made ``available_externally``, which LLVM does not emit."""
     module = llvm.parse_assembly(optimized_ir)
+    kernel = {f.name for f in function_and_locals(module, name)}
     for function in module.functions:
-        if not function.is_declaration and function.name != name:
+        if not function.is_declaration and function.name not in kernel:
             function.linkage = "available_externally"
     return str(_target_machine(module.triple).emit_assembly(module))
 
@@ -230,12 +237,12 @@ class Inspection:
 
     def _llvm_text(self, kernel_only: bool) -> str:
         if kernel_only:
-            return str(llvm.parse_assembly(self._kernel_module()).get_function(self.kernel.name))
+            return _kernel_text(self._kernel_module(), self.kernel.name)
         return "\n".join(self.kernel.unoptimized_modules)
 
     def _optimized_text(self, kernel_only: bool) -> str:
         if kernel_only:
-            return str(llvm.parse_assembly(self.kernel.optimized_ir).get_function(self.kernel.name))
+            return _kernel_text(self.kernel.optimized_ir, self.kernel.name)
         return self.kernel.optimized_ir
 
     def _asm_text(self, kernel_only: bool) -> str:

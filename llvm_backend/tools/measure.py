@@ -42,6 +42,7 @@ __all__ = [
     "allocations_per_call",
     "compile_recording_ir",
     "defined_instruction_count",
+    "function_and_locals",
     "function_instruction_count",
     "input_values",
     "kernel_instruction_count",
@@ -170,21 +171,51 @@ def compile_recording_ir(dispatcher, arg_types) -> Kernel:
     return Kernel(dispatcher, tuple(arg_types), tuple(map(str, modules)))
 
 
+_LOCAL_LINKAGES = (llvm.Linkage.internal, llvm.Linkage.private)
+
+
+def function_and_locals(module, name: str) -> list:
+    """Function ``name`` of the parsed ``module`` and the module-local (internal or private) functions it
+    calls, directly or through each other, the named one first: its code, whatever LLVM chose not to inline
+    (the graph intrinsic emits a graph's calls in a local function, `intrinsics.graph._call_body`)."""
+    found = [module.get_function(name)]
+    names = {name}
+    for function in found:
+        for block in function.blocks:
+            for instruction in block.instructions:
+                if instruction.opcode != "call":
+                    continue
+                callee = list(instruction.operands)[-1].name
+                if callee in names or not callee:
+                    continue
+                names.add(callee)
+                try:
+                    target = module.get_function(callee)
+                except NameError:
+                    continue
+                if not target.is_declaration and target.linkage in _LOCAL_LINKAGES:
+                    found.append(target)
+    return found
+
+
 def function_instruction_count(ir_text: str, name: str) -> int:
-    """Number of instructions in the definition of function ``name`` in ``ir_text``."""
+    """Number of instructions in the definition of function ``name`` in ``ir_text`` and of the module-local
+    functions it calls (`function_and_locals`)."""
     module = llvm.parse_assembly(ir_text)
-    function = module.get_function(name)
-    return sum(1 for block in function.blocks for _ in block.instructions)
+    return sum(1 for f in function_and_locals(module, name) for block in f.blocks for _ in block.instructions)
 
 
 def kernel_ir(fn) -> str:
-    """Optimized LLVM IR of ``fn``'s kernel function alone, as text."""
+    """Optimized LLVM IR of ``fn``'s kernel function alone (with the module-local functions it calls), as
+    text."""
     kernel = uncached_kernel(fn)
-    return str(llvm.parse_assembly(kernel.optimized_ir).get_function(kernel.name))
+    module = llvm.parse_assembly(kernel.optimized_ir)
+    return "\n".join(str(f) for f in function_and_locals(module, kernel.name))
 
 
 def kernel_instruction_count(fn) -> int:
-    """Instructions in the optimized kernel function of ``fn`` (node functions inlined into it count)."""
+    """Instructions in the optimized kernel function of ``fn`` (node functions inlined into it count, and
+    the module-local functions it calls)."""
     kernel = uncached_kernel(fn)
     return function_instruction_count(kernel.optimized_ir, kernel.name)
 

@@ -138,6 +138,17 @@ def test_kernel_only_ir_is_the_kernel_function(doubled):
         assert doubled.stats(stage, kernel_only=True).functions == 1
 
 
+def test_kernel_only_ir_of_the_llvm_mode_holds_the_function_of_the_graphs_calls():
+    """The graph intrinsic emits the calls in a module-local function: kernel-only IR shows it beside the
+    kernel until LLVM inlines it."""
+    x = pt.dvector("x")
+    inspection = Inspection(pytensor.function([x], pt.exp(x) * 2, mode="LLVM"))
+    text = inspection.text("llvm", kernel_only=True)
+    assert text.count("define ") == 2 and "@llvm_graph_body(" in text
+    assert inspection.stats("llvm", kernel_only=True).functions == 2
+    assert inspection.stats("llvm-opt", kernel_only=True).functions == 1
+
+
 def test_whole_module_holds_numba_wrappers_kernel_only_does_not(doubled):
     whole = doubled.text("llvm-opt")
     names = [readable_symbol(f.name) for f in llvm.parse_assembly(whole).functions if not f.is_declaration]

@@ -1,3 +1,4 @@
+import llvmlite.binding as llvm
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
@@ -6,6 +7,8 @@ import pytest
 import llvm_backend  # noqa: F401
 from llvm_backend.tools.measure import (
     allocations_per_call,
+    function_and_locals,
+    function_instruction_count,
     kernel_instruction_count,
     kernel_ir,
     numba_dispatcher,
@@ -123,3 +126,42 @@ def test_the_call_floor_unboxes_each_input_and_does_nothing_else():
     fn = pytensor.function(graph.inputs, graph.outputs, mode="LLVM")
     values = [var.type.filter(v) for var, v in zip(graph.inputs, graph.values, strict=True)]
     assert nrt_allocations_per_call(lambda: fn.vm.jit_fn(*values)) > 6
+
+
+LOCAL_CALLS_IR = """
+declare void @external()
+
+define internal void @inner() {
+entry:
+  ret void
+}
+
+define private void @middle() {
+entry:
+  call void @inner()
+  ret void
+}
+
+define void @other() {
+entry:
+  ret void
+}
+
+define void @kernel() {
+entry:
+  call void @middle()
+  call void @other()
+  call void @external()
+  call void @middle()
+  ret void
+}
+"""
+
+
+def test_a_function_counts_with_the_module_local_functions_it_calls():
+    """What LLVM left uninlined of a kernel's own code is the module's internal and private functions it calls
+    (transitively); functions others may call, and declarations, are not its code."""
+    module = llvm.parse_assembly(LOCAL_CALLS_IR)
+    assert [f.name for f in function_and_locals(module, "kernel")] == ["kernel", "middle", "inner"]
+    assert function_instruction_count(LOCAL_CALLS_IR, "kernel") == 5 + 2 + 1
+    assert function_instruction_count(LOCAL_CALLS_IR, "other") == 1

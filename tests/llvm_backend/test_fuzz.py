@@ -107,10 +107,14 @@ class Planted(Op):
         if self.bug == "exception" and x[0] < 0:
             raise IndexError("negative")
         outputs[0][0] = x.copy()
+        if self.bug == "py_value":
+            outputs[0][0][-1] += 1.0
 
 
 @numba_funcify.register(Planted)
 def _stock_planted(op, node, **kwargs):
+    if op.bug == "stock_compile":
+        raise NotImplementedError("planted: stock cannot compile this node")
     raises = op.bug == "exception"
 
     @numba_njit
@@ -195,6 +199,20 @@ def test_oracle_reports_a_stock_only_discrepancy_apart():
     outcome = check([x], [pt.max(x)], lambda: [np.array([], dtype="float64")])
     assert outcome.failures == []
     assert [f.kind for f in outcome.stock] == ["stock"], outcome.report()
+
+
+@pytest.mark.parametrize("stock", [True, False])
+def test_oracle_judges_llvm_with_stock_on_the_outputs_it_disagrees_on_alone(planted_lowering, stock):
+    """The py linker is wrong on the first output, where LLVM and stock agree; stock cannot compile the second,
+    on which LLVM and py agree. Stock compiles the first alone, so the finding is stock's, not a failure (with
+    the whole graph, the failed compile made it a mismatch; a wide graph stock took gigabytes over made it a
+    crash, fuzz seed 41)."""
+    x = pt.dvector("x")
+    outputs = [Planted("py_value")(x), Planted("stock_compile")(x)]
+    outcome = check([x], outputs, lambda: [np.array([1.0, 2.0])], stock=stock)
+    assert outcome.failures == [], outcome.report()
+    [finding] = outcome.stock
+    assert finding.message.startswith("NUMBA and LLVM vs py (outputs [0], compiled alone under NUMBA): output 0")
 
 
 @pytest.mark.parametrize("stock", [True, False])

@@ -31,7 +31,7 @@ import pytensor
 from pytensor.link.numba.linker import NumbaLinker
 
 from llvm_backend.tools.graphs import GRAPHS, Graph
-from llvm_backend.tools.measure import Kernel, function_and_locals, uncached_kernel
+from llvm_backend.tools.measure import Kernel, function_and_locals, function_text, uncached_kernel
 
 __all__ = [
     "IR_STAGES",
@@ -195,11 +195,6 @@ def _target_machine(triple: str):
     return target.create_target_machine(cpu=llvm.get_host_cpu_name(), features=features, opt=3, codemodel="jitdefault")
 
 
-def _kernel_text(ir_text: str, name: str) -> str:
-    """Function ``name`` of the IR module ``ir_text`` and the module-local functions it calls, as text."""
-    return "\n".join(str(f) for f in function_and_locals(llvm.parse_assembly(ir_text), name))
-
-
 def _kernel_asm(optimized_ir: str, name: str) -> str:
     """Machine code of function ``name`` and the module-local functions it calls alone: every other
     definition made ``available_externally``, which LLVM does not emit."""
@@ -237,12 +232,12 @@ class Inspection:
 
     def _llvm_text(self, kernel_only: bool) -> str:
         if kernel_only:
-            return _kernel_text(self._kernel_module(), self.kernel.name)
+            return function_text(self._kernel_module(), self.kernel.name)
         return "\n".join(self.kernel.unoptimized_modules)
 
     def _optimized_text(self, kernel_only: bool) -> str:
         if kernel_only:
-            return _kernel_text(self.kernel.optimized_ir, self.kernel.name)
+            return function_text(self.kernel.optimized_ir, self.kernel.name)
         return self.kernel.optimized_ir
 
     def _asm_text(self, kernel_only: bool) -> str:

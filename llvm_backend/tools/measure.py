@@ -44,6 +44,7 @@ __all__ = [
     "defined_instruction_count",
     "function_and_locals",
     "function_instruction_count",
+    "function_text",
     "input_values",
     "kernel_instruction_count",
     "kernel_ir",
@@ -205,12 +206,17 @@ def function_instruction_count(ir_text: str, name: str) -> int:
     return sum(1 for f in function_and_locals(module, name) for block in f.blocks for _ in block.instructions)
 
 
+def function_text(ir_text: str, name: str) -> str:
+    """Function ``name`` of the IR module ``ir_text`` and the module-local functions it calls
+    (`function_and_locals`), as text."""
+    return "\n".join(str(f) for f in function_and_locals(llvm.parse_assembly(ir_text), name))
+
+
 def kernel_ir(fn) -> str:
     """Optimized LLVM IR of ``fn``'s kernel function alone (with the module-local functions it calls), as
     text."""
     kernel = uncached_kernel(fn)
-    module = llvm.parse_assembly(kernel.optimized_ir)
-    return "\n".join(str(f) for f in function_and_locals(module, kernel.name))
+    return function_text(kernel.optimized_ir, kernel.name)
 
 
 def kernel_instruction_count(fn) -> int:

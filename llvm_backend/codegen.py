@@ -30,10 +30,11 @@ from dataclasses import dataclass, field
 from hashlib import sha256
 
 import numpy as np
-from numba import typeof
+from numba import from_dtype, typeof
 from pytensor.graph.basic import Constant
-from pytensor.link.numba.dispatch.basic import cache_key_for_constant, numba_typify
+from pytensor.link.numba.dispatch.basic import cache_key_for_constant, numba_njit, numba_typify
 from pytensor.link.utils import unique_name_generator
+from pytensor.tensor.basic import ScalarFromTensor
 from pytensor.tensor.type import TensorType
 
 from intrinsics.argpack import PACKS_SUPPORTED, ArrayPack, ArrayPackType
@@ -42,13 +43,34 @@ from intrinsics.tuples import flatten_tuple
 from llvm_backend.dispatch import MAX_ITEMS, lowering_for, one_pack
 
 __all__ = [
+    "NATIVE_SCALARS",
     "GraphSource",
     "PackParam",
     "call_source",
     "graph_cache_key",
     "graph_source",
+    "native_scalar",
+    "takes_native_scalar",
     "tuple_source",
 ]
+
+NATIVE_SCALARS = {"float64": float, "int64": int}
+"""0-d input dtype -> the Python type a graph function takes such an input as. numba unboxes a Python scalar of
+each into exactly that dtype, and far faster than a 0-d array (whose unboxing also allocates a MemInfo). Not
+bool: numba computes on bools as Python does (``True * True`` is the int64 1), where PyTensor's bool Elemwise
+stays bool, so a bool input read as a scalar would change the dtype of what scalar math makes of it."""
+
+
+def native_scalar(dtype: str, value):
+    """The native scalar a graph function takes for the 0-d ``value`` of an input of ``dtype``."""
+    return NATIVE_SCALARS[dtype](value)
+
+
+@numba_njit
+def zero_d_array(value):
+    """A 0-d array holding ``value``: what a node taking a 0-d array reads of an input passed as a scalar."""
+    return np.asarray(value)
+
 
 FREEZE_LIMIT = 10**6
 """numba embeds contiguous array constants up to this many bytes in the IR; others are dynamic globals."""
@@ -111,6 +133,12 @@ def pack_groups(kinds: list) -> dict[tuple[str, int], list[int]]:
     return {kind: positions for kind, positions in groups.items() if len(positions) > 1}
 
 
+def takes_native_scalar(var) -> bool:
+    """Whether a graph function takes input ``var`` as a native scalar: a 0-d tensor of a `NATIVE_SCALARS`
+    dtype."""
+    return isinstance(var.type, TensorType) and var.type.ndim == 0 and var.type.dtype in NATIVE_SCALARS
+
+
 def _tensor_kind(var):
     return (var.type.dtype, var.type.ndim) if isinstance(var.type, TensorType) else None
 
@@ -120,7 +148,8 @@ class GraphSource:
     """A graph function's source, the globals it refers to and its cache key parts.
 
     Its parameters take the *sources*, the graph inputs followed by the ``constant_params``: first those
-    in ``direct_sources``, one each, then one per pack in ``packs``.
+    in ``direct_sources``, one each, then one per pack in ``packs``. The 0-d inputs in ``scalar_sources`` are
+    taken as native scalars, not 0-d arrays.
     """
 
     name: str
@@ -132,6 +161,8 @@ class GraphSource:
     """``(name, value)`` of constants numba would make dynamic globals, passed as arguments instead."""
     direct_sources: list[int] = field(default_factory=list)
     """Positions of the sources passed as parameters of their own, in parameter order."""
+    scalar_sources: dict[int, str] = field(default_factory=dict)
+    """Position -> dtype of the direct sources (0-d inputs) passed as native scalars (`NATIVE_SCALARS`)."""
     embedded: list[str] = field(default_factory=list)
     """Names of the constants the function embeds (globals of ``global_env``), after the parameters in
     ``llvm_graph``'s tuple."""
@@ -168,18 +199,30 @@ class GraphSource:
         lines.append(f"#   return ({', '.join(returned)},)")
         return "\n".join(lines) + "\n"
 
-    def arguments(self, sources: list, pack=lambda spec, items: ArrayPack(spec.numba_type, spec.dtype, items)) -> list:
+    def arguments(
+        self,
+        sources: list,
+        pack=lambda spec, items: ArrayPack(spec.numba_type, spec.dtype, items),
+        scalar=native_scalar,
+    ) -> list:
         """The graph function's arguments from ``sources`` (one per input, then per constant parameter):
-        direct ones, then ``pack(pack_param, items)`` per pack."""
+        direct ones (``scalar(dtype, source)`` for those in ``scalar_sources``), then ``pack(pack_param, items)``
+        per pack."""
+        scalars = self.scalar_sources
         return [
-            *(sources[i] for i in self.direct_sources),
+            *(scalar(scalars[i], sources[i]) if i in scalars else sources[i] for i in self.direct_sources),
             *(pack(spec, [sources[i] for i in spec.positions]) for spec in self.packs),
         ]
 
     @property
+    def parameter_scalars(self) -> list[str | None]:
+        """Per parameter, the dtype of the native scalar it takes, or None."""
+        return [*(self.scalar_sources.get(i) for i in self.direct_sources), *(None for _ in self.packs)]
+
+    @property
     def hides_arguments(self) -> bool:
         """Whether the function's parameters or results differ from the graph's inputs and outputs."""
-        return bool(self.packs or self.constant_params or self.output_lists)
+        return bool(self.packs or self.constant_params or self.output_lists or self.scalar_sources)
 
     def entry_source(self, n_inputs: int, function: str, name: str = "llvm_graph_entry") -> str:
         """A function of the graph's ``n_inputs`` inputs returning its outputs in order, as stock's graph
@@ -191,7 +234,9 @@ class GraphSource:
         returns Python lists, which compiled code cannot read."""
         inputs = [f"entry_input_{k}" for k in range(n_inputs)]
         sources = [*inputs, *(name for name, _ in self.constant_params)]
-        arguments = self.arguments(sources, pack=lambda _, items: f"pack_of({tuple_source(items)})")
+        arguments = self.arguments(
+            sources, pack=lambda _, items: f"pack_of({tuple_source(items)})", scalar=lambda _, name: f"{name}[()]"
+        )
         if self.output_lists:
             call = f"llvm_graph_lists({tuple_source([*arguments, *self.embedded])})"
         else:
@@ -206,7 +251,9 @@ class GraphSource:
     def argument_types(self, input_types: list) -> list:
         """The numba types of the arguments, given the graph inputs' types."""
         sources = [*input_types, *(typeof(value) for _, value in self.constant_params)]
-        return self.arguments(sources, pack=lambda spec, _: spec.numba_type)
+        return self.arguments(
+            sources, pack=lambda spec, _: spec.numba_type, scalar=lambda dtype, _: from_dtype(np.dtype(dtype))
+        )
 
 
 def graph_source(fgraph, convert_node, name="llvm_graph_fn") -> GraphSource:
@@ -237,6 +284,9 @@ class _Writer:
         self.parameter_constants: list = []
         self.embedded: list = []
         self.slots: dict = {}
+        self.scalar_slots: dict = {}
+        """Each input passed as a native scalar -> its parameter's slot (``slots`` has its 0-d array's, if a node
+        reads one)."""
         self.n_arguments = 0
         self.next_slot = 0
         self.items: list[PlanItem] = []
@@ -264,7 +314,9 @@ class _Writer:
         constants, then one per pack item."""
         graph = self.graph
         sources = [*self.fgraph.inputs, *self.parameter_constants]
-        kinds = [_tensor_kind(inp) for inp in self.fgraph.inputs]
+        inputs = self.fgraph.inputs
+        graph.scalar_sources = {i: inp.type.dtype for i, inp in enumerate(inputs) if takes_native_scalar(inp)}
+        kinds = [None if i in graph.scalar_sources else _tensor_kind(inp) for i, inp in enumerate(self.fgraph.inputs)]
         kinds += [(str(v.dtype), v.ndim) for _, v in graph.constant_params]
         for (dtype, ndim), positions in pack_groups(kinds).items():
             pack_type = ArrayPackType.of(dtype, ndim, len(positions))
@@ -273,6 +325,7 @@ class _Writer:
         graph.direct_sources = [i for i in range(len(sources)) if i not in packed]
         graph.params = [*(self.name_of(sources[i]) for i in graph.direct_sources), *(p.name for p in graph.packs)]
         self.slots = {sources[i]: slot for slot, i in enumerate(graph.direct_sources)}
+        self.scalar_slots = {sources[i]: self.slots[sources[i]] for i in graph.scalar_sources}
         self.slots |= {var: len(graph.params) + k for k, var in enumerate(self.embedded)}
         self.n_arguments = len(self.slots) + len(graph.packs)
         for p, pack in enumerate(graph.packs, start=len(graph.direct_sources)):
@@ -285,8 +338,19 @@ class _Writer:
         """One call per node, its outputs in fresh slots; nodes of one cache key and the same input and output
         types share one function."""
         calls = []
+        for var, slot in self.scalar_slots.items():
+            if any(not isinstance(client.op, ScalarFromTensor) for client, _ in self.fgraph.clients[var]):
+                self.slots[var] = self.next_slot
+                self.next_slot += 1
+                calls.append(PlanCall(zero_d_array, (slot,), (self.slots[var],), None, f"{var} as a 0-d array"))
         shared = {}
         for n, node in enumerate(self.order, start=1):
+            if isinstance(node.op, ScalarFromTensor) and node.inputs[0] in self.scalar_slots:
+                # The graph function takes the input as this very scalar.
+                self.slots[node.outputs[0]] = self.scalar_slots[node.inputs[0]]
+                self.graph.node_keys.append(((self.coords[node.inputs[0]],), "native scalar"))
+                self.coords[node.outputs[0]] = (n, 0)
+                continue
             fn, key = convert_node(node)
             if key is not None:
                 # One numba compile (or cache load) instead of one per node, for the 240 identical Elemwise
@@ -319,12 +383,17 @@ class _Writer:
         )
         graph.global_env["llvm_graph"] = graph_intrinsic(graph.plan)
         graph.slot_names = {slot: self.name_of(var) for var, slot in slots.items()}
+        for var, slot in self.scalar_slots.items():
+            if slots[var] != slot:
+                graph.slot_names[slots[var]] = f"{self.name_of(var)}_0d"
+            graph.slot_names[slot] = self.name_of(var)
         graph.slot_names |= {len(graph.direct_sources) + k: pack.name for k, pack in enumerate(graph.packs)}
         graph.embedded = [self.name_of(var) for var in self.embedded]
         graph.returned = f"llvm_graph({tuple_source([*graph.params, *graph.embedded])})"
         graph.node_keys.append(("outputs", tuple(self.coords[out] for out in fgraph.outputs)))
         graph.node_keys.append(("packs", tuple((str(p.numba_type), p.positions) for p in graph.packs)))
         graph.node_keys.append(("output lists", tuple(graph.output_lists)))
+        graph.node_keys.append(("native scalars", tuple(graph.scalar_sources.items())))
         return graph
 
 

@@ -12,11 +12,11 @@ from pytensor.link.utils import raise_with_op
 from intrinsics.argpack import ArrayPack, pack_of
 from intrinsics.graph import graph_intrinsic
 from intrinsics.tuples import flatten_tuple
-from llvm_backend.codegen import GraphSource, PackParam, graph_cache_key, graph_source
+from llvm_backend.codegen import NATIVE_SCALARS, GraphSource, PackParam, graph_cache_key, graph_source
 from llvm_backend.dispatch import CODEGEN_VERSION, llvm_funcify_and_cache_key
 from llvm_backend.lowerings.composite import lowering_composites
 
-__all__ = ["REWRITE_TAG", "ConvertedGraph", "LLVMLinker", "ListedOutputs", "PackCell"]
+__all__ = ["REWRITE_TAG", "ConvertedGraph", "LLVMLinker", "ListedOutputs", "PackCell", "graph_caller"]
 
 REWRITE_TAG = "llvm_backend"
 """The tag of our rewrites in PyTensor's ``optdb``; only the LLVM mode requests it."""
@@ -61,6 +61,24 @@ class ListedOutputs:
         return [outputs[i] for i in self.order]
 
 
+def graph_caller(graph_fn, cells: list, scalars: list[str | None]):
+    """A function of no arguments calling ``graph_fn`` on the current values of ``cells`` (one per parameter,
+    each read as ``cell[0]``), those of a parameter with a dtype in ``scalars`` read as that dtype's Python
+    scalar (``float(cell[0])``). Written out, so each argument costs one expression and no Python call of ours:
+    ``graph_fn(c0[0], float(c1[0]), c2[0])``."""
+    names = [f"c{k}" for k in range(len(cells))]
+    values = [f"{n}[0]" if dtype is None else f"{dtype}({n}[0])" for n, dtype in zip(names, scalars, strict=True)]
+    source = (
+        f"def bind({', '.join(['graph_fn', *names])}):\n"
+        f"    def call_graph():\n"
+        f"        return graph_fn({', '.join(values)})\n"
+        f"    return call_graph\n"
+    )
+    namespace = {dtype: NATIVE_SCALARS[dtype] for dtype in NATIVE_SCALARS}
+    exec(compile(source, "<llvm_backend graph_caller>", "exec"), namespace)
+    return namespace["bind"](graph_fn, *cells)
+
+
 def graph_entry(graph: GraphSource, n_inputs: int, graph_fn):
     """PyTensor's contract for a Numba-linked function's ``vm.jit_fn``: a numba dispatcher taking the values
     of the graph's inputs and returning its outputs, callable from Python and from nopython code (nutpie
@@ -98,7 +116,8 @@ class LLVMLinker(NumbaLinker):
     The graph function's parameters (``GraphSource``) are the inputs it takes directly, its array packs (a
     `PackCell` each) and the constants numba could only embed as dynamic globals, which are passed as
     trailing arguments so the function stays cacheable on disk. The thunk it makes carries the graph
-    function (``graph_fn``) and its `GraphSource` (``graph_source``), and PyTensor exposes both on ``fn.vm``.
+    function (``graph_fn``), its `GraphSource` (``graph_source``) and the call of it on the current inputs that
+    it makes (``call_graph``, `graph_caller`), and PyTensor exposes them on ``fn.vm``.
     """
 
     required_rewrites = (*NumbaLinker.required_rewrites, REWRITE_TAG)
@@ -134,9 +153,10 @@ class LLVMLinker(NumbaLinker):
         return ListedOutputs(dispatcher, converted.graph) if converted.graph.output_lists else dispatcher
 
     def graph_arguments(self, graph: GraphSource, storage_map) -> list:
-        """The thunk's inputs: the storage cells of the graph function's parameters, a `PackCell` per pack."""
+        """The thunk's inputs: the storage cells of the graph function's parameters (those of native scalars
+        too), a `PackCell` per pack."""
         cells = [*self.create_thunk_inputs(storage_map), *([value] for _, value in graph.constant_params)]
-        return graph.arguments(cells, pack=PackCell)
+        return graph.arguments(cells, pack=PackCell, scalar=lambda _, cell: cell)
 
     def create_jitable_thunk(self, compute_map, order, input_storage, output_storage, storage_map):
         """Stock's thunk (`JITLinker.create_jitable_thunk`), with the converted graph handed from step to step:
@@ -150,10 +170,11 @@ class LLVMLinker(NumbaLinker):
         thunk_inputs = self.graph_arguments(converted.graph, storage_map)
         thunk_outputs = [storage_map[var] for var in fgraph.outputs]
         graph_fn = self.jit_compile(converted)
+        call_graph = graph_caller(graph_fn, thunk_inputs, converted.graph.parameter_scalars)
 
-        def thunk(graph_fn=graph_fn, thunk_inputs=thunk_inputs, thunk_outputs=thunk_outputs):
+        def thunk(call_graph=call_graph, thunk_outputs=thunk_outputs):
             try:
-                outputs = graph_fn(*(x[0] for x in thunk_inputs))
+                outputs = call_graph()
             except Exception:
                 raise_with_op(fgraph, output_nodes[0], thunk)
             for o_storage, o_val in zip(thunk_outputs, outputs):
@@ -163,5 +184,6 @@ class LLVMLinker(NumbaLinker):
         thunk.outputs = thunk_outputs
         thunk.lazy = False
         thunk.graph_fn = graph_fn
+        thunk.call_graph = call_graph
         thunk.graph_source = converted.graph
         return [thunk], output_nodes, graph_entry(converted.graph, len(fgraph.inputs), graph_fn)

@@ -12,6 +12,7 @@ from pytensor.graph.rewriting.db import RewriteDatabaseQuery, SequenceDB
 from llvm_backend import rewrite_cache
 from llvm_backend.linker import REWRITE_TAG, LLVMLinker
 from llvm_backend.rewrites.hoist import hoist_invariants
+from llvm_backend.rewrites.scalar_inputs import ExposeScalarInputs
 from llvm_backend.rewrites.supervisor import use_indexed_supervisor
 
 __all__ = ["LINKER_NAME", "LLVM", "MODE_NAME", "llvm_rewrites", "register"]
@@ -20,13 +21,13 @@ MODE_NAME = "LLVM"
 LINKER_NAME = "llvm"
 REWRITES_NAME = "llvm_backend_rewrites"
 SUPERVISOR_NAME = "llvm_backend_indexed_supervisor"
+EXPOSE_SCALARS_NAME = "llvm_backend_expose_scalar_inputs"
 
 llvm_rewrites = SequenceDB()
 """Rewrites run only in the LLVM mode (anything using `LLVMLinker`)."""
 llvm_rewrites.register(
     "hoist_invariants", in2out(hoist_invariants, name="hoist_invariants"), "fast_run", REWRITE_TAG, position=0.5
 )
-
 
 LLVM = Mode(
     linker=LLVMLinker(),
@@ -40,6 +41,9 @@ def register() -> None:
         # After elemwise fusion (49), so our rewrites see fused nodes, and before the destroy
         # handler (49.5) and the inplace rewrites, so what we produce can still be made inplace.
         optdb.register(REWRITES_NAME, llvm_rewrites, REWRITE_TAG, position=49.4)
+    if EXPOSE_SCALARS_NAME not in optdb:
+        # Just before PyTensor's numba fusion and scalarization (``fuse_indexed_into_elemwise``, 100).
+        optdb.register(EXPOSE_SCALARS_NAME, ExposeScalarInputs(), REWRITE_TAG, position=99.9)
     if SUPERVISOR_NAME not in optdb:
         # Before every rewrite that validates (the first, merge1, is at 0).
         optdb.register(SUPERVISOR_NAME, use_indexed_supervisor, REWRITE_TAG, position=-0.5)

@@ -108,10 +108,13 @@ def compile_runner(graph: Graph, mode: str) -> Runner:
 
 def thunk_call(fn, values) -> Callable[[], object]:
     """A call of ``fn``'s jitted function as its thunk makes it, on ``values`` (converted once, stored in
-    ``fn``'s input cells): reading every thunk input cell, which under LLVM builds the array packs, and
-    putting listed outputs back in order."""
+    ``fn``'s input cells): reading every thunk input cell, which under LLVM builds the array packs and reads
+    native scalars (the thunk's own ``call_graph``), and putting listed outputs back in order."""
     for container, value in zip(fn.input_storage, input_values(fn, values), strict=True):
         container.storage[0] = value
+    call_graph = getattr(fn.vm, "call_graph", None)
+    if call_graph is not None:
+        return call_graph
     function, cells = thunk_function(fn), fn.vm.inputs
     return lambda: function(*[cell[0] for cell in cells])
 

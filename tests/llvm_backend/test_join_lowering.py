@@ -116,16 +116,30 @@ def test_join_matches_py_and_numba_on_random_ragged_inputs(rows, cols, data):
     compare_llvm_numba_and_py(inputs, pt.join(0, *inputs), values)
 
 
-@pytest.mark.parametrize("n", [1, 30, 31, 100])
-@pytest.mark.parametrize("dtype", ["float64", "int32"])
-def test_make_vector_of_many_scalars(n, dtype):
+def _stacks_of_scalars(n, dtype):
     scalars = [pt.scalar(f"s{i}", dtype=dtype) for i in range(n)]
     values = [np.asarray(i - 3, dtype=dtype) for i in range(n)]
     fn, result = compare_llvm_numba_and_py(scalars, [pt.stack(scalars), pt.stack([s * 2 for s in scalars])], values)
     np.testing.assert_array_equal(result[0], np.arange(n, dtype=dtype) - 3)
+    return fn
+
+
+@pytest.mark.parametrize("n", [1, 30, 31, 100])
+@pytest.mark.parametrize("dtype", ["int32", "float32"])
+def test_make_vector_of_many_scalars(n, dtype):
+    fn = _stacks_of_scalars(n, dtype)
     # Wide, the graph's inputs come as one pack, which the MakeVector of all of them takes as its argument.
     make_vectors = [call for call in fn.vm.graph_source.plan.calls if isinstance(call.label.op, MakeVector)]
     assert [call.pack_from for call in make_vectors] == ([0] if n > MAX_ITEMS else [None] * len(make_vectors))
+
+
+@pytest.mark.parametrize("n", [2, 31, 100])
+def test_a_stack_of_native_scalar_inputs_is_a_scalarized_join_of_them(n):
+    fn = _stacks_of_scalars(n, "float64")
+    graph = fn.vm.graph_source
+    assert len(graph.scalar_sources) == n and not graph.packs
+    joins = [call for call in graph.plan.calls if isinstance(getattr(call.label, "op", None), ScalarizedJoin)]
+    assert any(call.arguments == tuple(range(n)) for call in joins)
 
 
 def test_more_entries_than_numba_takes_in_one_argument_go_to_stocks_function():

@@ -1,0 +1,130 @@
+"""0-d inputs as native scalars: the graph function's parameters, the thunk's call and ``jit_fn``'s entry, and
+``ExposeScalarInputs``, which lets PyTensor's scalarization hand them to scalar math, joins and fused loops as
+scalars."""
+
+import numba
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+import pytest
+from pytensor.scalar import ScalarType
+from pytensor.tensor.elemwise import DimShuffle
+from pytensor.tensor.rewriting.fused_elemwise import FusedElemwise
+
+import llvm_backend  # noqa: F401
+from llvm_backend.codegen import zero_d_array
+from llvm_backend.linker import graph_caller
+from llvm_backend.tools.graphs import logp_grad, regression
+from llvm_backend.tools.measure import allocations_per_call
+from llvm_backend.tools.testing import assert_same_result, compare_llvm_numba_and_py
+
+
+def _nodes(fn, op_type):
+    return [node for node in fn.maker.fgraph.apply_nodes if isinstance(node.op, op_type)]
+
+
+def test_graph_caller_reads_the_current_values_and_converts_scalars():
+    cells = [[np.arange(2.0)], [np.asarray(1.5)], [np.asarray(7)]]
+    call = graph_caller(lambda *args: args, cells, [None, "float64", "int64"])
+    array, x, n = call()
+    assert array is cells[0][0]
+    assert (type(x), type(n)) == (float, int)
+    assert (x, n) == (1.5, 7)
+    cells[1][0] = np.asarray(-2.0)
+    assert call()[1] == -2.0
+
+
+def test_0d_inputs_of_float64_and_int64_are_native_scalars():
+    x, n, b, v = pt.dscalar("x"), pt.lscalar("n"), pt.scalar("b", dtype="bool"), pt.dvector("v")
+    outputs = [pt.exp(x) * n, pt.switch(b, x, -x), (v * x).sum() + n, v + n]
+    values = [np.asarray(0.3), np.asarray(4), np.asarray(True), np.arange(3.0)]
+    fn, results = compare_llvm_numba_and_py([x, n, b, v], outputs, values)
+    graph = fn.vm.graph_source
+    assert graph.scalar_sources == {0: "float64", 1: "int64"}
+    assert graph.parameter_scalars == ["float64", "int64", None, None]
+    # jit_fn keeps PyTensor's contract: it takes the 0-d arrays
+    for got, want in zip(fn.vm.jit_fn(*values), results, strict=True):
+        assert_same_result(got, want, "jit_fn")
+
+
+def test_a_float32_0d_input_stays_an_array():
+    x = pt.fscalar("x")
+    fn, result = compare_llvm_numba_and_py([x], pt.exp(x) + 1, [np.float32(0.5)])
+    assert fn.vm.graph_source.scalar_sources == {}
+    assert result.dtype == np.float32
+
+
+@pytest.mark.parametrize(
+    "build",
+    [lambda x, y: [pt.exp(x) * y + x], lambda x, y: [pt.stack([pt.exp(x) * y, x + y])]],
+    ids=["elemwise", "stack"],
+)
+def test_scalar_inputs_unbox_nothing_and_are_never_made_arrays(build):
+    x, y = pt.dscalar("x"), pt.dscalar("y")
+    values = [0.5, 2.0]
+    counts = {}
+    for mode in ("NUMBA", "LLVM"):
+        fn = pytensor.function([x, y], build(x, y), mode=mode)
+        counts[mode] = allocations_per_call(fn, values)
+    assert counts["NUMBA"].unboxing == 2
+    assert counts["LLVM"].unboxing == 0
+    assert counts["LLVM"].total == counts["NUMBA"].total - 2
+    assert zero_d_array not in [call.function for call in fn.vm.graph_source.plan.calls]
+
+
+def test_a_node_taking_the_input_as_an_array_gets_one_made_for_it():
+    x = pt.dscalar("x")
+    value = np.asarray(1.25)
+    fn, (same, row) = compare_llvm_numba_and_py([x], [x, pt.expand_dims(x, 0) * 2], [value])
+    assert fn.vm.graph_source.scalar_sources == {0: "float64"}
+    functions = [call.function for call in fn.vm.graph_source.plan.calls]
+    assert functions.count(zero_d_array) == 1
+    assert same is not value
+    assert "x_0d = zero_d_array(x)" in fn.vm.graph_source.listing()
+    np.testing.assert_array_equal(row, [2.5])
+
+
+def test_jit_fn_takes_0d_arrays_from_nopython_code():
+    x, n = pt.dscalar("x"), pt.lscalar("n")
+    jit_fn = pytensor.function([x, n], pt.exp(x) * n, mode="LLVM").vm.jit_fn
+
+    @numba.cfunc("float64(float64)")
+    def logp(value):
+        return jit_fn(np.asarray(value), np.asarray(3))[0][()]
+
+    assert logp.ctypes(0.5) == pytest.approx(np.exp(0.5) * 3)
+
+
+def test_scalar_math_reads_inputs_without_squeezing_expanded_copies():
+    """Scalarization leaves ``ScalarFromTensor(Squeeze(ExpandDims(x)))`` beside the fused loop reading
+    ``ExpandDims(x)``; under LLVM both read ``x`` itself, and no input is unboxed but the vector."""
+    graph = logp_grad(n_scalars=5)
+    stock = pytensor.function(graph.inputs, graph.outputs, mode="NUMBA")
+    fn, _ = compare_llvm_numba_and_py(graph.inputs, graph.outputs, graph.values)
+    assert _nodes(stock, DimShuffle)
+    assert not _nodes(fn, DimShuffle)
+    counts = {mode: allocations_per_call(f, graph.values) for mode, f in (("NUMBA", stock), ("LLVM", fn))}
+    assert counts["NUMBA"].unboxing == len(graph.inputs)
+    assert counts["LLVM"].unboxing == 1
+    assert counts["LLVM"].total <= counts["NUMBA"].total - (len(graph.inputs) - 1)
+
+
+def test_fused_loops_take_broadcast_inputs_as_scalars():
+    v, beta, gamma = pt.dvector("v"), pt.dscalar("beta"), pt.dscalar("gamma")
+    outputs = [(v * beta).sum(), pt.exp(v * gamma - beta).sum(), v * gamma]
+    values = [np.linspace(0.1, 1.0, 7), np.asarray(0.4), np.asarray(-1.5)]
+    stock = pytensor.function([v, beta, gamma], outputs, mode="NUMBA")
+    fn, _ = compare_llvm_numba_and_py([v, beta, gamma], outputs, values)
+    [stock_loop] = _nodes(stock, FusedElemwise)
+    [loop] = _nodes(fn, FusedElemwise)
+    assert not any(isinstance(i.type, ScalarType) for i in stock_loop.inputs)
+    assert sum(isinstance(i.type, ScalarType) for i in loop.inputs) == 2
+    assert allocations_per_call(fn, values).unboxing == 1
+
+
+def test_the_regression_allocates_only_what_it_returns():
+    graph = regression(n_cols=6, n_obs=20, n_groups=2)
+    fn, _ = compare_llvm_numba_and_py(graph.inputs, graph.outputs, graph.values)
+    counts = allocations_per_call(fn, graph.values)
+    assert counts.unboxing == 0
+    assert counts.total == len(graph.outputs)

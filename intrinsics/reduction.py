@@ -116,7 +116,12 @@ def _builtin_rule(op, acc):
     """``rule(context, builder, acc, value)`` for the op named by the literal ``op`` on ``acc``."""
     if not isinstance(op, types.StringLiteral):
         raise errors.TypingError(f"full_reduce: op must be a string literal, got {op}")
-    name = op.literal_value
+    return combine_rule(op.literal_value, acc)
+
+
+def combine_rule(name: str, acc):
+    """``rule(context, builder, acc, value)`` emitting one step of the reduction ``name`` (one of `OPS`) on two
+    values of the numba scalar type ``acc``; a TypingError if ``name`` is not defined on it."""
     if name not in OPS:
         raise errors.TypingError(f"full_reduce: unknown op {name!r}; expected one of {OPS}")
     if isinstance(acc, types.Complex) and name in _COMPLEX_OPERATORS:

@@ -18,7 +18,7 @@ from pytensor.tensor.rewriting.scalarize import ScalarCAReduce
 from intrinsics.reduction import full_reduce
 from llvm_backend.dispatch import lowering_cache_key, register_lowering
 
-__all__ = ["REDUCTION_OPS", "lower_scalar_careduce", "uses_full_reduce"]
+__all__ = ["REDUCTION_OPS", "lower_scalar_careduce", "reduces_kinds", "reduction_identity", "uses_full_reduce"]
 
 REDUCTION_OPS = {
     ps.Add: "add",
@@ -46,6 +46,11 @@ def _dtypes(careduce: CAReduce, node) -> tuple[np.dtype, np.dtype, np.dtype]:
     return np.dtype(node.inputs[0].dtype), np.dtype(getattr(careduce, "acc_dtype", None) or out_dtype), out_dtype
 
 
+def reduces_kinds(name: str) -> str:
+    """The dtype kinds the ``full_reduce`` op ``name`` reduces."""
+    return _KINDS.get(name, "biu")
+
+
 def uses_full_reduce(node) -> bool:
     """a Sum, Prod, Max, Min, All, Any or bitwise reduction of dtypes full_reduce takes"""
     careduce = _careduce(node.op)
@@ -53,12 +58,12 @@ def uses_full_reduce(node) -> bool:
     if name is None:
         return False
     in_dtype, acc_dtype, out_dtype = _dtypes(careduce, node)
-    kinds = _KINDS.get(name, "biu")
+    kinds = reduces_kinds(name)
     complex_into_real = acc_dtype.kind == "c" and out_dtype.kind != "c"
     return in_dtype.kind in kinds and out_dtype.kind in kinds and not complex_into_real
 
 
-def _identity(scalar_op, acc_dtype: np.dtype):
+def reduction_identity(scalar_op, acc_dtype: np.dtype):
     """The reduction's identity in the accumulator's dtype: integer max/min start at the dtype's bounds, an
     integer AND at all bits set (-1 wrapped to the dtype, for unsigned ones too)."""
     if isinstance(scalar_op, ps.ScalarMaximum | ps.ScalarMinimum) and acc_dtype.kind in "iu":
@@ -72,7 +77,7 @@ def lower_scalar_careduce(op, node, **kwargs):
     careduce = _careduce(op)
     name = REDUCTION_OPS[type(careduce.scalar_op)]
     in_dtype, acc_dtype, out_dtype = _dtypes(careduce, node)
-    identity = _identity(careduce.scalar_op, acc_dtype)
+    identity = reduction_identity(careduce.scalar_op, acc_dtype)
 
     @numba_njit
     def scalar_careduce(x):

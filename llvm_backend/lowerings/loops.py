@@ -1,0 +1,112 @@
+"""Elemwise, ScalarizedElemwise and FusedElemwise -> ``intrinsics.loops.loop_intrinsic``: one loop nest of ours,
+the scalar function typed once, full reductions in stack accumulators.
+
+Stock lowers each through numba's generated-source vectorize machinery (``_vectorized``, and for a
+`FusedElemwise` a generated implementation around it). Ours emits the loop directly: the scalar function of
+the node's `Composite` (`llvm_backend.lowerings.composite`'s plan under the LLVM mode) called at each
+element, scalar inputs read once, each full reduction in an accumulator LLVM keeps in a register. For
+``FusedElemwise{Composite{...}, reduce[add@(0,)]}(x, s)`` the node function is::
+
+    def fused_elemwise(*inputs):
+        return loop(scalar_function, inputs)  # loop = loop_intrinsic(LoopSpec(((False,), None), ...))
+
+Nodes it does not take keep stock's function: in-place outputs, indexed reads or writes (`FusedElemwise`'s
+``indexed_inputs``/``indexed_outputs``), partial reductions, reductions ``full_reduce`` has no op for, and
+complex accumulators.
+"""
+
+import numpy as np
+from numba.core.dispatcher import Dispatcher
+from pytensor.link.numba.dispatch.basic import numba_funcify_and_cache_key, numba_njit
+from pytensor.scalar import ScalarType
+from pytensor.tensor.elemwise import Elemwise
+from pytensor.tensor.rewriting.fused_elemwise import FusedElemwise
+from pytensor.tensor.rewriting.scalarize import ScalarizedElemwise
+
+from intrinsics.loops import LoopOutput, LoopSpec, loop_intrinsic
+from llvm_backend.dispatch import lowering_cache_key, register_lowering
+from llvm_backend.lowerings.reduction import REDUCTION_OPS, reduces_kinds, reduction_identity
+
+__all__ = ["loop_spec", "lower_loop", "lowers_loop"]
+
+
+def _elemwise(node):
+    """The node's `Elemwise`: the node's own op, or the one in the inner graph of a wrapping op."""
+    if isinstance(node.op, Elemwise):
+        return node
+    [elemwise] = [n for n in node.op.fgraph.apply_nodes if isinstance(n.op, Elemwise)]
+    return elemwise
+
+
+def _reduction(node, i, ndim: int) -> LoopOutput | None:
+    """Output ``i``'s full reduction as a `LoopOutput`, or None if it is not one the loop takes."""
+    scalar_op, axes, _, acc_dtype = node.op.reduced_outputs[i]
+    name = REDUCTION_OPS.get(type(scalar_op))
+    acc_dtype, out_dtype = np.dtype(acc_dtype), np.dtype(node.outputs[i].type.dtype)
+    if name is None or sorted(axes) != list(range(ndim)):
+        return None
+    kinds = reduces_kinds(name).replace("c", "")
+    if acc_dtype.kind not in kinds or out_dtype.kind not in kinds:
+        return None
+    identity = reduction_identity(scalar_op, acc_dtype)
+    scalar = isinstance(node.outputs[i].type, ScalarType)
+    return LoopOutput(out_dtype, name, acc_dtype, identity, scalar)
+
+
+def loop_spec(node) -> LoopSpec | None:
+    """The loop running ``node``, or None when the loop does not take it (see the module's docstring)."""
+    elemwise = _elemwise(node)
+    if elemwise.op.inplace_pattern or getattr(node.op, "destroy_map", None):
+        return None
+    if isinstance(node.op, FusedElemwise) and (
+        any(e is not None for e in node.op.indexed_inputs) or any(e is not None for e in node.op.indexed_outputs)
+    ):
+        return None
+    inputs = node.inputs[: len(elemwise.inputs)]
+    broadcastable = tuple(None if isinstance(i.type, ScalarType) else i.type.broadcastable for i in inputs)
+    if all(b is None for b in broadcastable):
+        return None
+    ndim = elemwise.outputs[0].type.ndim
+    reduced = getattr(node.op, "reduced_outputs", None) or (None,) * len(node.outputs)
+    outputs = []
+    for i, out in enumerate(node.outputs):
+        if reduced[i] is None:
+            outputs.append(LoopOutput(np.dtype(out.type.dtype)))
+        elif (reduction := _reduction(node, i, ndim)) is not None:
+            outputs.append(reduction)
+        else:
+            return None
+    return LoopSpec(broadcastable, tuple(outputs))
+
+
+def lowers_loop(node) -> bool:
+    """no in-place output, no indexed read or write, at least one array input, and only full reductions of ops
+    ``full_reduce`` has, on bool, integer or float accumulators"""
+    return loop_spec(node) is not None
+
+
+@register_lowering(Elemwise, loop_intrinsic, when=lowers_loop)
+@register_lowering(ScalarizedElemwise, loop_intrinsic, when=lowers_loop)
+@register_lowering(FusedElemwise, loop_intrinsic, when=lowers_loop)
+def lower_loop(op, node, **kwargs):
+    spec = loop_spec(node)
+    elemwise = _elemwise(node)
+    scalar_node = elemwise.op.make_scalar_node(*elemwise.inputs)
+    scalar_function, scalar_key = numba_funcify_and_cache_key(elemwise.op.scalar_op, node=scalar_node, **kwargs)
+    loop = loop_intrinsic(spec)
+    if not isinstance(scalar_function, Dispatcher):
+        scalar_function = numba_njit(scalar_function)
+    if len(node.outputs) == 1:
+
+        @numba_njit
+        def elemwise_loop(*inputs):
+            return loop(scalar_function, inputs)[0]
+
+    else:
+
+        @numba_njit
+        def elemwise_loop(*inputs):
+            return loop(scalar_function, inputs)
+
+    key = None if scalar_key is None else lowering_cache_key(op, loop=repr(spec), scalar=scalar_key)
+    return elemwise_loop, key

@@ -1,0 +1,154 @@
+"""Our loop lowering of Elemwise, ScalarizedElemwise and FusedElemwise (`llvm_backend.lowerings.loops`) against
+stock NUMBA and the py linker: dtypes, layouts, broadcasting, 0-d to 4-d, empty arrays, NaN, overflow, errors."""
+
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+import pytest
+from pytensor.tensor.elemwise import Elemwise
+from pytensor.tensor.rewriting.fused_elemwise import FusedElemwise
+
+import llvm_backend  # noqa: F401
+from llvm_backend.codegen import NATIVE_SCALARS
+from llvm_backend.dispatch import lowering_for
+from llvm_backend.lowerings.loops import loop_spec, lowers_loop
+from llvm_backend.tools.graphs import logp_grad
+from llvm_backend.tools.measure import allocations_per_call
+from llvm_backend.tools.testing import compare_llvm_numba_and_py
+
+RNG = np.random.default_rng(7)
+
+
+def _ours(fn, op_type=(Elemwise, FusedElemwise)):
+    """The nodes of ``fn`` of ``op_type`` that our loop lowers."""
+    nodes = [n for n in fn.maker.fgraph.apply_nodes if isinstance(n.op, op_type)]
+    return [n for n in nodes if lowering_for(n.op) is not None and lowers_loop(n)]
+
+
+def _values(shape, dtype):
+    if dtype == "bool":
+        return RNG.random(shape) > 0.5
+    if np.dtype(dtype).kind in "iu":
+        return RNG.integers(-5 if np.dtype(dtype).kind == "i" else 0, 6, size=shape).astype(dtype)
+    return RNG.normal(size=shape).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64", "int32", "uint8", "bool"])
+@pytest.mark.parametrize("ndim", [0, 1, 2, 3, 4])
+def test_map_and_sum_across_dtypes_and_dimensions(dtype, ndim):
+    x = pt.tensor("x", dtype=dtype, shape=(None,) * ndim)
+    y = pt.tensor("y", dtype=dtype, shape=(None,) * ndim)
+    shape = (3, 2, 4, 2)[:ndim]
+    outputs = [x * y + x, (x * y).sum(), pt.maximum(x, y)]
+    fn, _ = compare_llvm_numba_and_py([x, y], outputs, [_values(shape, dtype), _values(shape, dtype)])
+    if ndim == 0 and dtype in NATIVE_SCALARS:
+        # native scalar inputs: PyTensor's scalarization makes it scalar math, no loop
+        assert not _ours(fn) and fn.vm.graph_source.scalar_sources == {0: dtype, 1: dtype}
+    else:
+        assert _ours(fn)
+
+
+@pytest.mark.parametrize(
+    "view",
+    [
+        lambda a: a,
+        lambda a: np.asfortranarray(a),
+        lambda a: a[::2, ::-1],
+        lambda a: a.T,
+        lambda a: a[1:, :3],
+    ],
+    ids=["C", "F", "strided_negative", "transposed", "sliced"],
+)
+def test_layouts(view):
+    x, y = pt.dmatrix("x"), pt.dmatrix("y")
+    a = view(RNG.normal(size=(6, 5)))
+    b = view(RNG.normal(size=(6, 5)))
+    outputs = [pt.exp(x) - y, (x * y).sum(), pt.max(x - y)]
+    fn, _ = compare_llvm_numba_and_py([x, y], outputs, [a, b])
+    assert _ours(fn)
+
+
+def test_broadcasting_and_scalar_inputs():
+    x = pt.dmatrix("x")
+    row = pt.tensor("row", dtype="float64", shape=(1, None))
+    col = pt.tensor("col", dtype="float64", shape=(None, 1))
+    s = pt.dscalar("s")
+    outputs = [x * row + col * s, (x * row).sum() + s, pt.exp(col * s).sum()]
+    values = [RNG.normal(size=(4, 3)), RNG.normal(size=(1, 3)), RNG.normal(size=(4, 1)), 0.5]
+    fn, _ = compare_llvm_numba_and_py([x, row, col, s], outputs, values)
+    assert _ours(fn)
+
+
+@pytest.mark.parametrize("shape", [(0,), (3, 0), (0, 4)])
+def test_empty_arrays(shape):
+    x = pt.tensor("x", dtype="float64", shape=(None,) * len(shape))
+    outputs = [x * 2, (x * 3).sum(), (x + 1).prod()]
+    fn, _ = compare_llvm_numba_and_py([x], outputs, [np.zeros(shape)])
+    assert _ours(fn)
+
+
+def test_nan_propagates_through_max_and_min():
+    x = pt.dvector("x")
+    values = np.array([1.0, np.nan, 3.0, -2.0])
+    fn, (top, bottom) = compare_llvm_numba_and_py([x], [pt.max(x * 2), pt.min(x + 1)], [values])
+    assert _ours(fn)
+    assert np.isnan(top) and np.isnan(bottom)
+
+
+def test_integer_overflow_wraps_as_stock():
+    x = pt.tensor("x", dtype="int8", shape=(None,))
+    values = np.array([100, 100, 27, -128], dtype="int8")
+    compare_llvm_numba_and_py([x], [x + x, (x * 2).sum(dtype="int8"), pt.max(x * 3)], [values])
+
+
+def test_mismatched_shapes_raise_value_error_as_stock():
+    x, y = pt.dvector("x"), pt.dvector("y")
+    for mode in ("NUMBA", "LLVM"):
+        fn = pytensor.function([x, y], [pt.exp(x) + y, (x * y).sum()], mode=mode)
+        with pytest.raises(ValueError):
+            fn(np.ones(3), np.ones(4))
+
+
+def test_a_static_broadcast_input_is_read_at_its_one_element():
+    x, y = pt.dvector("x"), pt.tensor("y", dtype="float64", shape=(1,))
+    fn, result = compare_llvm_numba_and_py([x, y], x * y, [np.arange(3.0), np.array([2.0])])
+    assert _ours(fn)
+    np.testing.assert_array_equal(result, [0.0, 2.0, 4.0])
+
+
+def test_a_multi_output_composite_with_reductions_is_one_loop():
+    graph = logp_grad(n_scalars=4)
+    fn, _ = compare_llvm_numba_and_py(graph.inputs, graph.outputs, graph.values)
+    [fused] = _ours(fn, FusedElemwise)
+    spec = loop_spec(fused)
+    assert sum(o.reduce == "add" for o in spec.outputs) >= 4
+    assert any(b is None for b in spec.broadcastable)
+
+
+def test_a_full_reduction_in_the_loop_allocates_nothing():
+    x = pt.dvector("x")
+    values = [np.linspace(0.0, 1.0, 50)]
+    counts = {}
+    for mode in ("NUMBA", "LLVM"):
+        fn = pytensor.function([x], [(pt.exp(x) * 2).sum()], mode=mode)
+        counts[mode] = allocations_per_call(fn, values)
+    assert _ours(fn)
+    # the one unboxed input and the returned 0-d array
+    assert counts["LLVM"].total == 2 <= counts["NUMBA"].total
+
+
+def test_sums_over_the_same_inputs_are_one_loop():
+    x, y = pt.dvector("x"), pt.dvector("y")
+    outputs = [(x * y).sum(), (x * x).sum(), (y * y).sum(), pt.exp(x - y).sum()]
+    fn, _ = compare_llvm_numba_and_py([x, y], outputs, [RNG.normal(size=9), RNG.normal(size=9)])
+    [fused] = _ours(fn, FusedElemwise)
+    assert [o.reduce for o in loop_spec(fused).outputs] == ["add"] * 4
+
+
+def test_in_place_and_partial_reductions_keep_stock():
+    x = pt.dmatrix("x")
+    fn = pytensor.function([x], [(pt.exp(x)).sum(axis=0)], mode="LLVM")
+    fused = [n for n in fn.maker.fgraph.apply_nodes if isinstance(n.op, FusedElemwise)]
+    assert all(loop_spec(n) is None for n in fused)
+    value = RNG.normal(size=(3, 4))
+    np.testing.assert_allclose(fn(value)[0], np.exp(value).sum(axis=0))

@@ -23,6 +23,7 @@ from numba import typeof
 
 from intrinsics.argpack import ArrayPack, ArrayPackType, pack_item
 from intrinsics.join import linear_join
+from intrinsics.loops import LoopOutput, LoopSpec, loop_intrinsic
 from intrinsics.reduction import full_reduce
 from intrinsics.select import select
 from llvm_backend.tools.measure import function_instruction_count, nrt_allocations_per_call, seconds_per_call
@@ -90,6 +91,30 @@ def numpy_max(x):
     return np.max(x)
 
 
+_SUM = LoopOutput(np.dtype("float64"), "add", np.dtype("float64"), 0.0, scalar=True)
+_DOT_AND_NORM = loop_intrinsic(LoopSpec(((False,), (False,)), (_SUM, _SUM)))
+
+
+@numba.njit
+def _products(x, y):
+    return x * y, x * x
+
+
+@numba.njit
+def loop_dot_and_norm(x, y):
+    return _DOT_AND_NORM(_products, (x, y))
+
+
+@numba.njit
+def hand_dot_and_norm(x, y):
+    dot = 0.0
+    norm = 0.0
+    for i in range(x.shape[0]):
+        dot += x[i] * y[i]
+        norm += x[i] * x[i]
+    return dot, norm
+
+
 @numba.njit
 def last_of_pack(pack):
     return pack_item(pack, 59)[0]
@@ -146,6 +171,16 @@ def _micro_cases() -> list[Micro]:
             lambda size=size: (np.linspace(0.0, 1.0, size),),
         )
         for name, ours, peer in (("sum", reduce_sum, numpy_sum), ("max", reduce_max, numpy_max))
+        for size in (1_000, 1_000_000)
+    )
+    cases.extend(
+        Micro(
+            f"intrinsics/loop/dot_and_norm_{size}",
+            f"x @ y and x @ x of two vectors({size}) in one loop: loop_intrinsic against a hand-written loop",
+            loop_dot_and_norm,
+            hand_dot_and_norm,
+            lambda size=size: (np.linspace(0.0, 1.0, size), np.linspace(1.0, 2.0, size)),
+        )
         for size in (1_000, 1_000_000)
     )
     cases.append(

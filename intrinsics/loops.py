@@ -112,6 +112,20 @@ class _Array:
         return context.unpack_value(builder, self.type.dtype, ptr)
 
 
+def _call_arguments(context, builder, values, value_types, parameters):
+    """``values`` cast to the function's ``parameters``; a ``*args`` function's last parameter is the tuple of
+    the values from there on (numba types such a function's signature so)."""
+    parameters = list(parameters)
+    star = bool(parameters) and isinstance(parameters[-1], types.StarArgTuple | types.StarArgUniTuple)
+    fixed = len(parameters) - 1 if star else len(parameters)
+    cast = [context.cast(builder, v, t, p) for v, t, p in zip(values[:fixed], value_types, parameters)]
+    if not star:
+        return cast
+    packed = parameters[-1]
+    rest = [context.cast(builder, v, t, p) for v, t, p in zip(values[fixed:], value_types[fixed:], packed.types)]
+    return [*cast, context.make_tuple(builder, packed, rest)]
+
+
 def loop_intrinsic(spec: LoopSpec):
     """The intrinsic ``loop(function, inputs)`` running ``spec``'s loop: a tuple of one value per output."""
     if all(b is None for b in spec.broadcastable):
@@ -163,8 +177,7 @@ def loop_intrinsic(spec: LoopSpec):
                     arrays[k].load(context, builder, indices, spec.broadcastable[k]) if k in arrays else v
                     for k, v in enumerate(values)
                 ]
-                arguments = [context.cast(builder, a, t, s) for a, t, s in zip(arguments, elements, function_sig.args)]
-                result = impl(builder, arguments)
+                result = impl(builder, _call_arguments(context, builder, arguments, elements, function_sig.args))
                 items = (
                     [builder.extract_value(result, j) for j in range(len(result_types))]
                     if isinstance(results, types.BaseTuple)

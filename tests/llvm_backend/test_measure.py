@@ -64,14 +64,20 @@ def test_allocations_count_every_intermediate_buffer():
     assert allocations_per_call(fn, [np.ones(4)]).net == 2
 
 
-@pytest.mark.parametrize("mode, graph_fn", [("NUMBA", "numba_funcified_fgraph"), ("LLVM", "llvm_graph_fn")])
-def test_kernel_ir_is_the_real_kernel_not_the_cache_stub(doubled, mode, graph_fn):
+@pytest.mark.parametrize(
+    "mode, graph_fn, work",
+    [
+        ("NUMBA", "numba_funcified_fgraph", "fmul"),  # the graph's own x * 2, inlined into the kernel
+        ("LLVM", "llvm_graph_fn", "elemwise_loop"),  # the call of our loop's node function
+    ],
+)
+def test_kernel_ir_is_the_real_kernel_not_the_cache_stub(doubled, mode, graph_fn, work):
     # Under the default cache stock's dispatcher is a `*args` wrapper; the kernel is recompiled uncached.
     assert pytensor.config.numba__cache
     text = kernel_ir(doubled[mode])
     assert text.lstrip().startswith("define")
     assert graph_fn in text.split("{", 1)[0]
-    assert "fmul" in text  # the graph's own x * 2, inlined into the kernel
+    assert work in text
     assert "PyObject" not in text and "cpython" not in text.split("{", 1)[0]
 
 

@@ -1,0 +1,126 @@
+import numpy as np
+import pytest
+from numba import njit
+from numba.core import errors
+
+from intrinsics.loops import LoopOutput, LoopSpec, loop_intrinsic
+
+F8 = np.dtype("float64")
+SUM = LoopOutput(F8, "add", F8, 0.0, scalar=True)
+MAP = LoopOutput(F8)
+
+
+def _run(spec, function):
+    loop = loop_intrinsic(spec)
+
+    @njit
+    def run(*inputs):
+        return loop(function, inputs)
+
+    return run
+
+
+@njit
+def affine(x, s, b):
+    return x * s + b, x * x
+
+
+def test_map_and_reduce_over_broadcast_and_scalar_inputs():
+    spec = LoopSpec(((False, False), None, (True, False)), (MAP, SUM))
+    x, b = np.arange(6.0).reshape(2, 3), np.array([[1.0, 2.0, 3.0]])
+    y, total = _run(spec, affine)(x, 2.0, b)
+    np.testing.assert_array_equal(y, x * 2 + b)
+    assert y.flags.c_contiguous
+    assert total == (x * x).sum()
+
+
+@pytest.mark.parametrize("view", [lambda a: a[::-1, ::2], lambda a: a.T, np.asfortranarray])
+def test_inputs_are_read_through_their_strides(view):
+    spec = LoopSpec(((False, False), None, (False, False)), (MAP, SUM))
+    x = view(np.arange(24.0).reshape(4, 6))
+    b = view(np.ones((4, 6)))
+    y, total = _run(spec, affine)(x, 0.5, b)
+    np.testing.assert_array_equal(y, x * 0.5 + b)
+    assert total == (x * x).sum()
+
+
+def test_a_star_args_function_takes_its_values_as_one_tuple():
+    @njit
+    def product(*values):
+        return values[0] * values[1]
+
+    spec = LoopSpec(((False,), None), (MAP,))
+    (y,) = _run(spec, product)(np.arange(4.0), 3.0)
+    np.testing.assert_array_equal(y, [0.0, 3.0, 6.0, 9.0])
+
+
+def test_disagreeing_shapes_raise_before_anything_is_made():
+    spec = LoopSpec(((False,), (False,)), (MAP,))
+
+    @njit
+    def add(x, y):
+        return x + y
+
+    with pytest.raises(ValueError, match="input 1 has an incompatible shape in axis 0"):
+        _run(spec, add)(np.ones(3), np.ones(4))
+
+
+@pytest.mark.parametrize(
+    ("reduce", "identity", "expected"),
+    [("maximum", -np.inf, np.nan), ("minimum", np.inf, np.nan), ("add", 0.0, np.nan), ("mul", 1.0, np.nan)],
+)
+def test_nan_reaches_every_float_reduction(reduce, identity, expected):
+    spec = LoopSpec(((False,),), (LoopOutput(F8, reduce, F8, identity, scalar=True),))
+
+    @njit
+    def same(x):
+        return x
+
+    (value,) = _run(spec, same)(np.array([1.0, np.nan, -3.0]))
+    assert np.isnan(value)
+
+
+def test_empty_loops_return_the_identity_and_empty_arrays():
+    spec = LoopSpec(((False, False),), (MAP, LoopOutput(F8, "maximum", F8, -np.inf), SUM))
+
+    @njit
+    def three(x):
+        return x, x, x
+
+    y, top, total = _run(spec, three)(np.zeros((0, 3)))
+    assert y.shape == (0, 3) and top.shape == () and top[()] == -np.inf and total == 0.0
+
+
+def test_integer_and_bool_accumulators_and_casts():
+    i8, i64, b1 = np.dtype("int8"), np.dtype("int64"), np.dtype("bool")
+    outputs = (
+        LoopOutput(i8),
+        LoopOutput(i8, "add", i8, 0, scalar=True),
+        LoopOutput(i64, "maximum", i64, np.iinfo(i64).min, scalar=True),
+        LoopOutput(b1, "or", b1, False, scalar=True),
+    )
+    spec = LoopSpec(((False,),), outputs)
+
+    @njit
+    def four(x):
+        return x * 2, x * 2, x, x > 100
+
+    x = np.array([100, 100, 27, -128], dtype="int8")
+    doubled, wrapped, top, any_big = _run(spec, four)(x)
+    np.testing.assert_array_equal(doubled, (x * 2).astype("int8"))
+    assert wrapped == (x * 2).astype("int8").sum(dtype="int8")
+    assert (top, any_big) == (100, False)
+
+
+def test_wrong_inputs_are_typing_errors():
+    spec = LoopSpec(((False,), None), (MAP,))
+    run = _run(spec, affine)
+    with pytest.raises(errors.TypingError, match="input 1 must be a scalar"):
+        run(np.ones(2), np.ones(2))
+    with pytest.raises(errors.TypingError, match="returns"):
+        _run(LoopSpec(((False,), None, (False,)), (MAP,)), affine)(np.ones(2), 1.0, np.ones(2))
+
+
+def test_a_loop_needs_an_array():
+    with pytest.raises(ValueError, match="at least one array input"):
+        loop_intrinsic(LoopSpec((None,), (MAP,)))

@@ -1,11 +1,12 @@
-"""One loop nest over an elementwise function and the full reductions of its results, emitted with llvmlite.
+"""One loop nest over an elementwise function and the reductions of its results, emitted with llvmlite.
 
 `loop_intrinsic(spec)` makes the intrinsic ``loop(function, inputs)``: ``inputs`` a tuple of arrays of one
 ndim (broadcast as ``spec.broadcastable`` says) and scalars (the same at every element), ``function`` an
 ``@njit`` scalar function of one value per input returning one value per output (a tuple, or a single value).
-Each output is either an array of the loop's shape (C order) or a full reduction of the function's values
-into an accumulator on the stack, which LLVM keeps in a register, handed out as a native scalar or a 0-d
-array. The function is typed once, for the inputs' element types, and called at each element (LLVM inlines
+Each output (`LoopOutput`) is an array of the loop's shape (C order, or written into an input in place), a
+full reduction of the function's values into an accumulator on the stack, which LLVM keeps in a register,
+handed out as a native scalar or a 0-d array, or a reduction over some axes, accumulated in an array of the
+others. The function is typed once, for the inputs' element types, and called at each element (LLVM inlines
 it). For ``spec.broadcastable = ((False,), None)`` and outputs ``(array float64, sum float64)``, ``loop(f,
 (x, s))`` is, as Python::
 
@@ -48,6 +49,16 @@ class LoopOutput:
     identity: object = None
     scalar: bool = False
     """A reduction handed out as a native scalar (else a 0-d array)."""
+    into: int | None = None
+    """An array output written into input ``into`` (in place: an array of the output's dtype and of the loop's
+    shape, broadcast in no axis), which it returns, instead of a new array."""
+    axes: tuple[int, ...] | None = None
+    """A reduction over these axes only: an array of the other axes (C order), accumulated in place, so its
+    ``acc_dtype`` is its ``dtype``. None: over every axis."""
+
+    @property
+    def partial(self) -> bool:
+        return self.reduce is not None and self.axes is not None
 
 
 @dataclass(frozen=True)
@@ -61,10 +72,19 @@ class LoopSpec:
         return len(next(b for b in self.broadcastable if b is not None))
 
 
-def _output_type(output: LoopOutput, ndim: int):
+def _output_type(output: LoopOutput, ndim: int, inputs):
     dtype = from_dtype(output.dtype)
+    if output.into is not None:
+        target = inputs[output.into]
+        if not isinstance(target, types.Array) or target.dtype != dtype or target.ndim != ndim or not target.mutable:
+            raise errors.TypingError(f"loop: cannot write a {dtype} output into input {output.into}, a {target}")
+        return target
     if output.reduce is None:
         return types.Array(dtype, ndim, "C")
+    if output.partial:
+        if np.dtype(output.acc_dtype) != np.dtype(output.dtype):
+            raise errors.TypingError(f"loop: a reduction over some axes accumulates in its dtype, not {output}")
+        return types.Array(dtype, ndim - len(output.axes), "C")
     return dtype if output.scalar else types.Array(dtype, 0, "C")
 
 
@@ -101,15 +121,26 @@ class _Array:
 
     def __init__(self, context, builder, array_type, value):
         ary = context.make_array(array_type)(context, builder, value)
+        self.value = value
         self.type = array_type
         self.data = ary.data
         self.shapes = cgutils.unpack_tuple(builder, ary.shape, array_type.ndim)
         self.strides = cgutils.unpack_tuple(builder, ary.strides, array_type.ndim)
 
+    @classmethod
+    def new(cls, context, builder, array_type, shape):
+        """A new array of ``array_type`` and ``shape`` (C order)."""
+        return cls(context, builder, array_type, _empty_nd_impl(context, builder, array_type, shape)._getvalue())
+
+    def pointer(self, context, builder, indices, broadcastable=None):
+        at = indices if broadcastable is None else [_INTP(0) if b else i for i, b in zip(indices, broadcastable)]
+        return cgutils.get_item_pointer2(context, builder, self.data, self.shapes, self.strides, self.type.layout, at)
+
     def load(self, context, builder, indices, broadcastable):
-        at = [_INTP(0) if b else i for i, b in zip(indices, broadcastable, strict=True)]
-        ptr = cgutils.get_item_pointer2(context, builder, self.data, self.shapes, self.strides, self.type.layout, at)
-        return context.unpack_value(builder, self.type.dtype, ptr)
+        return context.unpack_value(builder, self.type.dtype, self.pointer(context, builder, indices, broadcastable))
+
+    def store(self, context, builder, indices, value):
+        context.pack_value(builder, self.type.dtype, value, self.pointer(context, builder, indices))
 
 
 def _call_arguments(context, builder, values, value_types, parameters):
@@ -131,13 +162,13 @@ def loop_intrinsic(spec: LoopSpec):
     if all(b is None for b in spec.broadcastable):
         raise ValueError("loop_intrinsic: a loop needs at least one array input")
     ndim = spec.ndim
-    output_types = [_output_type(output, ndim) for output in spec.outputs]
 
     @intrinsic
     def loop(typingctx, function, inputs):
         if not isinstance(function, types.Dispatcher):
             raise errors.TypingError(f"loop: function must be an @njit function, got {function}")
         _check_inputs(spec, inputs)
+        output_types = [_output_type(output, ndim, inputs) for output in spec.outputs]
         elements = [t.dtype if isinstance(t, types.Array) else t for t in inputs]
         function_sig = typingctx.resolve_function_type(function, tuple(elements), {})
         if function_sig is None:
@@ -162,15 +193,26 @@ def loop_intrinsic(spec: LoopSpec):
             }
             shape = _emit_shape(context, builder, arrays, spec)
             outputs = [
-                _empty_nd_impl(context, builder, t, shape) if o.reduce is None else None
+                None
+                if o.reduce is not None
+                else arrays[o.into]
+                if o.into is not None
+                else _Array.new(context, builder, t, shape)
                 for o, t in zip(spec.outputs, output_types)
             ]
             slots = [
-                None
-                if acc is None
-                else cgutils.alloca_once_value(builder, context.get_constant(acc, o.identity), name="loop.acc")
+                cgutils.alloca_once_value(builder, context.get_constant(acc, o.identity), name="loop.acc")
+                if o.reduce is not None and not o.partial
+                else None
                 for o, acc in zip(spec.outputs, accumulators)
             ]
+            kept = [None if not o.partial else [d for d in range(ndim) if d not in o.axes] for o in spec.outputs]
+            for j, o in enumerate(spec.outputs):
+                if o.partial:
+                    outputs[j] = _Array.new(context, builder, output_types[j], [shape[d] for d in kept[j]])
+                    identity = context.get_constant(accumulators[j], o.identity)
+                    with cgutils.loop_nest(builder, outputs[j].shapes, _INTP) as at:
+                        outputs[j].store(context, builder, at, identity)
             impl = context.get_function(function, function_sig)
             with cgutils.loop_nest(builder, shape, _INTP) as indices:
                 arguments = [
@@ -183,35 +225,33 @@ def loop_intrinsic(spec: LoopSpec):
                     if isinstance(results, types.BaseTuple)
                     else [result]
                 )
-                for j, (o, item, item_type) in enumerate(zip(spec.outputs, items, result_types)):
-                    if o.reduce is None:
-                        out = outputs[j]
-                        ptr = cgutils.get_item_pointer2(
-                            context,
-                            builder,
-                            out.data,
-                            shape,
-                            cgutils.unpack_tuple(builder, out.strides, ndim),
-                            "C",
-                            indices,
-                        )
-                        value = context.cast(builder, item, item_type, output_types[j].dtype)
-                        context.pack_value(builder, output_types[j].dtype, value, ptr)
+                for j, (item, item_type) in enumerate(zip(items, result_types)):
+                    if kept[j] is not None:
+                        at = [indices[d] for d in kept[j]]
+                        value = context.cast(builder, item, item_type, accumulators[j])
+                        total = rules[j](context, builder, outputs[j].load(context, builder, at, None), value)
+                        outputs[j].store(context, builder, at, total)
+                    elif outputs[j] is not None:
+                        dtype = output_types[j].dtype
+                        outputs[j].store(context, builder, indices, context.cast(builder, item, item_type, dtype))
                     else:
                         value = context.cast(builder, item, item_type, accumulators[j])
                         builder.store(rules[j](context, builder, builder.load(slots[j]), value), slots[j])
             returned = []
             for j, (o, t) in enumerate(zip(spec.outputs, output_types)):
-                if o.reduce is None:
-                    returned.append(outputs[j]._getvalue())
-                    continue
-                total = context.cast(builder, builder.load(slots[j]), accumulators[j], from_dtype(o.dtype))
-                if o.scalar:
+                if o.into is not None:
+                    # the input's array, handed out once more
+                    context.nrt.incref(builder, t, values[o.into])
+                    returned.append(values[o.into])
+                elif o.reduce is None or o.partial:
+                    returned.append(outputs[j].value)
+                else:
+                    total = context.cast(builder, builder.load(slots[j]), accumulators[j], from_dtype(o.dtype))
+                    if not o.scalar:
+                        cell = _Array.new(context, builder, t, [])
+                        cell.store(context, builder, [], total)
+                        total = cell.value
                     returned.append(total)
-                    continue
-                cell = _empty_nd_impl(context, builder, t, [])
-                context.pack_value(builder, t.dtype, total, cell.data)
-                returned.append(cell._getvalue())
             return context.make_tuple(builder, return_type, returned)
 
         return return_type(function, inputs), codegen

@@ -10,9 +10,11 @@ element, scalar inputs read once, each full reduction in an accumulator LLVM kee
     def fused_elemwise(*inputs):
         return loop(scalar_function, inputs)  # loop = loop_intrinsic(LoopSpec(((False,), None), ...))
 
-Nodes it does not take keep stock's function: in-place outputs, indexed reads or writes (`FusedElemwise`'s
-``indexed_inputs``/``indexed_outputs``), partial reductions, reductions ``full_reduce`` has no op for, and
-complex accumulators.
+An in-place output is written into the input the node destroys, which it returns; a reduction over some
+axes accumulates in its output array. Nodes it does not take keep stock's function: indexed reads or writes
+(`FusedElemwise`'s ``indexed_inputs``/``indexed_outputs``), reductions ``full_reduce`` has no op for, complex
+accumulators, a reduction over some axes in an accumulator dtype other than its output's, and an in-place
+reduced output.
 """
 
 import numpy as np
@@ -43,21 +45,20 @@ def _reduction(node, i, ndim: int) -> LoopOutput | None:
     scalar_op, axes, _, acc_dtype = node.op.reduced_outputs[i]
     name = REDUCTION_OPS.get(type(scalar_op))
     acc_dtype, out_dtype = np.dtype(acc_dtype), np.dtype(node.outputs[i].type.dtype)
-    if name is None or sorted(axes) != list(range(ndim)):
-        return None
-    kinds = reduces_kinds(name).replace("c", "")
-    if acc_dtype.kind not in kinds or out_dtype.kind not in kinds:
+    kinds = reduces_kinds(name or "").replace("c", "")
+    if name is None or acc_dtype.kind not in kinds or out_dtype.kind not in kinds:
         return None
     identity = reduction_identity(scalar_op, acc_dtype)
-    scalar = isinstance(node.outputs[i].type, ScalarType)
-    return LoopOutput(out_dtype, name, acc_dtype, identity, scalar)
+    if sorted(axes) == list(range(ndim)):
+        return LoopOutput(out_dtype, name, acc_dtype, identity, isinstance(node.outputs[i].type, ScalarType))
+    if acc_dtype != out_dtype:
+        return None
+    return LoopOutput(out_dtype, name, acc_dtype, identity, axes=tuple(sorted(axes)))
 
 
 def loop_spec(node) -> LoopSpec | None:
     """The loop running ``node``, or None when the loop does not take it (see the module's docstring)."""
     elemwise = _elemwise(node)
-    if elemwise.op.inplace_pattern or getattr(node.op, "destroy_map", None):
-        return None
     if isinstance(node.op, FusedElemwise) and (
         any(e is not None for e in node.op.indexed_inputs) or any(e is not None for e in node.op.indexed_outputs)
     ):
@@ -71,17 +72,27 @@ def loop_spec(node) -> LoopSpec | None:
     outputs = []
     for i, out in enumerate(node.outputs):
         if reduced[i] is None:
-            outputs.append(LoopOutput(np.dtype(out.type.dtype)))
-        elif (reduction := _reduction(node, i, ndim)) is not None:
+            outputs.append(LoopOutput(np.dtype(out.type.dtype), into=_destroyed(node, elemwise, i)))
+        elif i not in elemwise.op.inplace_pattern and (reduction := _reduction(node, i, ndim)) is not None:
             outputs.append(reduction)
         else:
             return None
     return LoopSpec(broadcastable, tuple(outputs))
 
 
+def _destroyed(node, elemwise, i: int) -> int | None:
+    """The input array output ``i`` is written into: the one the Elemwise's in-place pattern names, where the
+    node's ``destroy_map`` says so too (PyTensor then knows the output is that input) and the input has the
+    output's type; else None, a new array."""
+    j = elemwise.op.inplace_pattern.get(i)
+    if j is None or node.op.destroy_map.get(i) != [j]:
+        return None
+    return j if node.inputs[j].type == node.outputs[i].type else None
+
+
 def lowers_loop(node) -> bool:
-    """no in-place output, no indexed read or write, at least one array input, and only full reductions of ops
-    ``full_reduce`` has, on bool, integer or float accumulators"""
+    """no indexed read or write, at least one array input, and only reductions (none in place) of ops
+    ``full_reduce`` has, on bool, integer or float accumulators (of the output's dtype unless full)"""
     return loop_spec(node) is not None
 
 

@@ -121,6 +121,42 @@ def test_wrong_inputs_are_typing_errors():
         _run(LoopSpec(((False,), None, (False,)), (MAP,)), affine)(np.ones(2), 1.0, np.ones(2))
 
 
+def test_an_output_written_into_an_input_is_that_input():
+    spec = LoopSpec(((False,), None), (LoopOutput(F8, into=0), SUM))
+
+    @njit
+    def scaled(x, s):
+        return x * s, x
+
+    x = np.arange(4.0)
+    y, total = _run(spec, scaled)(x, 3.0)
+    assert y is x
+    np.testing.assert_array_equal(x, [0.0, 3.0, 6.0, 9.0])
+    assert total == 6.0
+    with pytest.raises(errors.TypingError, match="cannot write a float64 output into input 0"):
+        _run(spec, scaled)(np.arange(4), 3.0)
+
+
+def test_a_reduction_over_some_axes_is_an_array_of_the_others():
+    spec = LoopSpec(
+        ((False, False, False),),
+        (LoopOutput(F8, "add", F8, 0.0, axes=(1,)), LoopOutput(F8, "maximum", F8, -np.inf, axes=(0, 2)), SUM),
+    )
+
+    @njit
+    def three(x):
+        return x, x, x
+
+    x = np.arange(24.0).reshape(2, 3, 4)[:, ::-1]
+    middle, outer, total = _run(spec, three)(x)
+    np.testing.assert_array_equal(middle, x.sum(axis=1))
+    np.testing.assert_array_equal(outer, x.max(axis=(0, 2)))
+    assert total == x.sum()
+    wrong = LoopSpec(((False, False),), (LoopOutput(np.dtype("int8"), "add", np.dtype("int64"), 0, axes=(0,)),))
+    with pytest.raises(errors.TypingError, match="accumulates in its dtype"):
+        _run(wrong, njit(lambda x: x))(np.ones((2, 2), dtype="int8"))
+
+
 def test_a_loop_needs_an_array():
     with pytest.raises(ValueError, match="at least one array input"):
         loop_intrinsic(LoopSpec((None,), (MAP,)))

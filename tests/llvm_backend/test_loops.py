@@ -145,10 +145,35 @@ def test_sums_over_the_same_inputs_are_one_loop():
     assert [o.reduce for o in loop_spec(fused).outputs] == ["add"] * 4
 
 
-def test_in_place_and_partial_reductions_keep_stock():
+@pytest.mark.parametrize("shape", [(4, 3, 2), (4, 0, 2)])
+def test_reductions_over_some_axes_accumulate_in_their_outputs(shape):
+    x, v = pt.tensor3("x"), pt.dvector("v")
+    outputs = [
+        pt.exp(x * v).sum(axis=0),
+        (x * 2).max(axis=(0, 2)),
+        (x > 0).any(axis=1),
+        pt.exp(x).sum(),
+        (x - v).prod(axis=2),
+    ]
+    values = [RNG.normal(size=shape), RNG.normal(size=shape[-1])]
+    fn, _ = compare_llvm_numba_and_py([x, v], outputs, values)
+    [fused] = _ours(fn, FusedElemwise)
+    axes = sorted(output.axes for output in loop_spec(fused).outputs if output.axes is not None)
+    assert axes == [(0,), (0, 2), (1,), (2,)]
+
+
+def test_nan_reaches_a_maximum_over_one_axis():
     x = pt.dmatrix("x")
-    fn = pytensor.function([x], [(pt.exp(x)).sum(axis=0)], mode="LLVM")
-    fused = [n for n in fn.maker.fgraph.apply_nodes if isinstance(n.op, FusedElemwise)]
-    assert all(loop_spec(n) is None for n in fused)
-    value = RNG.normal(size=(3, 4))
-    np.testing.assert_allclose(fn(value)[0], np.exp(value).sum(axis=0))
+    values = np.array([[1.0, np.nan], [3.0, -2.0]])
+    fn, result = compare_llvm_numba_and_py([x], (x * 2).max(axis=0), [values])
+    assert _ours(fn)
+    assert result[0] == 6.0 and np.isnan(result[1])
+
+
+@pytest.mark.parametrize(("axis", "ours"), [(0, False), (None, True)])
+def test_a_partial_reduction_accumulating_in_another_dtype_keeps_stock(axis, ours):
+    x = pt.fmatrix("x")
+    # float32 sums accumulate in float64: over one axis, stock's loop; over all, ours
+    fn, _ = compare_llvm_numba_and_py([x], pt.exp(x).sum(axis=axis), [np.ones((3, 2), "float32")])
+    [fused] = [n for n in fn.maker.fgraph.apply_nodes if isinstance(n.op, FusedElemwise)]
+    assert (loop_spec(fused) is not None) == ours

@@ -114,12 +114,14 @@ def llvm_funcify_and_cache_key(op, node=None, **kwargs) -> tuple[Callable, str |
     return cacheable(*lowering.funcify(op, node=node, **kwargs))
 
 
-def lowering_cache_key(op, **extra) -> str:
+def lowering_cache_key(op, *, use_props: bool = True, **extra) -> str:
     """A cache key for one of our lowerings: the op's props, salted so stock entries never collide.
 
     An ``OpFromGraph`` (PyTensor's scalarization ops are) has no props: its key is its class and ``extra``,
-    which must then say all the node function depends on."""
-    if not hasattr(op, "_props_dict"):
+    which must then say all the node function depends on; so is the key with ``use_props=False`` (props that
+    are objects are keyed by their pickle, which need not be the same for an op unpickled from the rewrite
+    cache)."""
+    if not use_props or not hasattr(op, "_props_dict"):
         description = (
             "llvm_backend",
             CODEGEN_VERSION,

@@ -119,5 +119,6 @@ def lower_loop(op, node, **kwargs):
         def elemwise_loop(*inputs):
             return loop(scalar_function, inputs)
 
-    key = None if scalar_key is None else lowering_cache_key(op, loop=repr(spec), scalar=scalar_key)
+    # The scalar function's key says what the Elemwise's scalar op computes, the spec all the rest.
+    key = None if scalar_key is None else lowering_cache_key(op, use_props=False, loop=repr(spec), scalar=scalar_key)
     return elemwise_loop, key

@@ -27,9 +27,12 @@ __all__ = ["ExposeScalarInputs"]
 class ExposeScalarInputs(GraphRewriter):
     """Each node reading a 0-d input the graph function takes as a native scalar (`takes_native_scalar`) reads
     ``TensorFromScalar(ScalarFromTensor(x))`` instead; ``ScalarFromTensor`` nodes and the graph's outputs keep
-    ``x``."""
+    ``x``. Only in a function's graph (PyTensor's ``FunctionMaker`` gives it an ``update_mapping``): an inner
+    graph rewritten with the mode's rewrites too (a Scan's) is run by stock's functions, on arrays."""
 
     def apply(self, fgraph):
+        if fgraph.update_mapping is None:
+            return
         for var in fgraph.inputs:
             if not takes_native_scalar(var):
                 continue

@@ -8,7 +8,8 @@ import pytensor
 import pytensor.tensor as pt
 import pytest
 from pytensor.scalar import ScalarType
-from pytensor.tensor.elemwise import DimShuffle
+from pytensor.scan.op import Scan
+from pytensor.tensor.elemwise import DimShuffle, Elemwise
 from pytensor.tensor.rewriting.fused_elemwise import FusedElemwise
 
 import llvm_backend  # noqa: F401
@@ -128,3 +129,15 @@ def test_the_regression_allocates_only_what_it_returns():
     counts = allocations_per_call(fn, graph.values)
     assert counts.unboxing == 0
     assert counts.total == len(graph.outputs)
+
+
+def test_a_scan_inner_graph_keeps_its_inputs_arrays():
+    """Stock's functions run a Scan's inner graph, on arrays: its 0-d inputs are not exposed as scalars (PyTensor's
+    own ``test_inner_graph_optimized`` failed when they were)."""
+    xs = pt.dvector("xs")
+    seq = pytensor.scan(fn=lambda x: pt.log(1 + x), sequences=[xs], return_updates=False)
+    fn = pytensor.function([xs], seq, mode=pytensor.compile.mode.get_mode("LLVM").excluding("scan_pushout"))
+    [scan] = [node for node in fn.maker.fgraph.apply_nodes if isinstance(node.op, Scan)]
+    [inner] = scan.op.fgraph.apply_nodes
+    assert isinstance(inner.op, Elemwise)
+    np.testing.assert_allclose(fn(np.arange(3.0)), np.log1p(np.arange(3.0)))

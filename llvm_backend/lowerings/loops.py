@@ -91,8 +91,10 @@ def _destroyed(node, elemwise, i: int) -> int | None:
 
 
 def lowers_loop(node) -> bool:
-    """no indexed read or write, at least one array input, and only reductions (none in place) of ops
-    ``full_reduce`` has, on bool, integer or float accumulators (of the output's dtype unless full)"""
+    """no indexed read or write, an array input, and only reductions full_reduce has (none in place)
+
+    The reductions' ops are ``full_reduce``'s, on bool, integer or float accumulators, of the output's dtype
+    unless the reduction is over every axis."""
     return loop_spec(node) is not None
 
 

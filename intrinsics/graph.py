@@ -27,7 +27,8 @@ loop, whose IR does not grow with the run's length::
     return (python_list(listed),)  # boxed in one loop, each Python array taking its reference
 
 The calls are emitted in a function of their own, internal to the module, which the intrinsic calls once
-(`_call_body`): numba's pruning can then remove the caller's reference counts on the arguments.
+(`intrinsics.functions.call_as_function`): numba's pruning can then remove the caller's reference counts on
+the arguments.
 
 A function whose result goes to Python gets the Python list itself: numba boxes a tuple of arrays with code
 per item, and a numba list would be one more heap allocation per call. Compiled code reading the lists takes
@@ -51,6 +52,7 @@ from intrinsics.argpack import (
     table_item,
     table_of,
 )
+from intrinsics.functions import call_as_function
 
 __all__ = ["GraphPlan", "PlanCall", "PlanItem", "graph_intrinsic"]
 
@@ -539,41 +541,6 @@ def _emit(context, builder, plan, slot_types, typed_calls, list_types, return_ty
     return _emit_return(context, builder, slots, plan.outputs, lists, return_type)
 
 
-def _call_body(context, builder, signature, args, emit_body):
-    """Emit the graph (``emit_body(builder, argument tuple)``) as a function of its own, internal to the module,
-    and call it, propagating its exception status.
-
-    numba increfs each array in the tuple it passes the intrinsic and decrefs it after. Its reference-count
-    pruning, run on each function before the module is linked, removes such a pair when every path from the
-    incref reaches the decref or a raise, with no other decref between: true of one call whose failure is
-    marked a raise (`_raise_status`), not of a graph emitted inline, which releases arrays of its own and can
-    fail unmarked (an allocation's MemoryError) before the decref. Inline, 30 arguments kept 30 increfs and
-    30 decrefs, about 0.25 µs per call. LLVM inlines the body after the pruning: internal, and called once."""
-    function_type = context.call_conv.get_function_type(signature.return_type, signature.args)
-    body = ir.Function(builder.module, function_type, builder.module.get_unique_name("llvm_graph_body"))
-    body.linkage = "internal"
-    context.call_conv.decorate_function(body, ["arguments"], signature.args)
-    body_builder = ir.IRBuilder(body.append_basic_block("entry"))
-    [tuple_value] = context.call_conv.decode_arguments(body_builder, signature.args, body)
-    returned = context.get_return_value(body_builder, signature.return_type, emit_body(body_builder, tuple_value))
-    context.call_conv.return_value(body_builder, returned)
-    status, result = context.call_conv.call_function(builder, body, signature.return_type, signature.args, args)
-    with cgutils.if_unlikely(builder, status.is_error):
-        _raise_status(context, builder, status)
-    return result
-
-
-def _raise_status(context, builder, status):
-    """numba's ``return_status_propagate``, its store of the exception marked as numba marks a raise
-    (``numba_exception_output``): the pruning then knows the path raises, where a missing decref is allowed."""
-    call_conv = context.call_conv
-    in_try = call_conv.check_try_status(builder).in_try
-    store = builder.store(status.excinfoptr, call_conv._get_excinfo_argument(builder.function))
-    store.set_metadata("numba_exception_output", builder.module.add_metadata([ir.IntType(1)(1)]))
-    with builder.if_then(builder.not_(in_try)):
-        builder.ret(status.code)
-
-
 def graph_intrinsic(plan: GraphPlan, lists: bool = False):
     """An intrinsic running ``plan`` on one tuple of its ``n_arguments`` values; it returns the tuple of
     ``plan.outputs`` followed by one Python list per group of ``plan.lists`` (`BoxedListType`), built in
@@ -592,12 +559,13 @@ def graph_intrinsic(plan: GraphPlan, lists: bool = False):
         return_type = types.BaseTuple.from_types([*(slot_types[s] for s in plan.outputs), *list_types])
 
         def codegen(context, builder, signature, args):
-            def emit_body(body_builder, values):
+            def emit_body(body_builder, decoded):
+                [values] = decoded
                 return _emit(
                     context, body_builder, plan, slot_types, typed_calls, list_types, return_type, values, arguments
                 )
 
-            return _call_body(context, builder, signature, args, emit_body)
+            return call_as_function(context, builder, signature, args, emit_body, "llvm_graph_body")
 
         return return_type(arguments), codegen
 

@@ -30,6 +30,7 @@ from numba.extending import intrinsic
 from numba.np.arrayobj import _empty_nd_impl
 from numba.np.numpy_support import from_dtype
 
+from intrinsics.functions import call_as_function
 from intrinsics.reduction import combine_rule
 
 __all__ = ["LoopOutput", "LoopSpec", "loop_intrinsic"]
@@ -183,8 +184,7 @@ def loop_intrinsic(spec: LoopSpec):
         ]
         return_type = types.Tuple(output_types)
 
-        def codegen(context, builder, signature, args):
-            _, inputs_value = args
+        def emit(context, builder, inputs_value):
             values = [builder.extract_value(inputs_value, k) for k in range(len(inputs))]
             arrays = {
                 k: _Array(context, builder, t, v)
@@ -253,6 +253,13 @@ def loop_intrinsic(spec: LoopSpec):
                         total = cell.value
                     returned.append(total)
             return context.make_tuple(builder, return_type, returned)
+
+        def codegen(context, builder, signature, args):
+            # A function of its own, so that numba prunes its references to the inputs around the call.
+            def emit_body(body_builder, decoded):
+                return emit(context, body_builder, decoded[1])
+
+            return call_as_function(context, builder, signature, args, emit_body, "llvm_loop")
 
         return return_type(function, inputs), codegen
 

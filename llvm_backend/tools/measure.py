@@ -178,7 +178,7 @@ _LOCAL_LINKAGES = (llvm.Linkage.internal, llvm.Linkage.private)
 def function_and_locals(module, name: str) -> list:
     """Function ``name`` of the parsed ``module`` and the module-local (internal or private) functions it
     calls, directly or through each other, the named one first: its code, whatever LLVM chose not to inline
-    (the graph intrinsic emits a graph's calls in a local function, `intrinsics.graph._call_body`)."""
+    (the graph intrinsic emits a graph's calls in a local function, `intrinsics.functions.call_as_function`)."""
     found = [module.get_function(name)]
     names = {name}
     for function in found:

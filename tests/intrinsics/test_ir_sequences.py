@@ -98,7 +98,7 @@ def twice(x):
 
 
 def emit_graph(plan, argument_types):
-    """The function in which the intrinsic of ``plan`` emits the graph (`intrinsics.graph._call_body`), called
+    """The function in which the intrinsic of ``plan`` emits the graph (`intrinsics.functions.call_as_function`), called
     on a tuple of ``argument_types`` from a numba-convention function in a fresh module; its parameters are
     named ``arg0``, ``arg1``, ... (the tuple flattened) and ``retptr``. Its lists are numba lists
     (``lists=True``), as `intrinsics.graph._emit`'s docstring shows them."""

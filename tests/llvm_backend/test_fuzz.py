@@ -226,6 +226,37 @@ def test_oracle_tells_a_py_linker_quirk_from_a_mismatch(stock):
     assert "NUMBA and LLVM vs py: returned where the reference raised OverflowError" in outcome.stock[0].message
 
 
+def test_oracle_finds_no_reference_where_the_py_linker_cannot_run_the_graph():
+    """The py linker's Elemwise.perform refuses more than 32 operands (``NotImplementedError``) after fusion
+    made one of them: the graph is invalid, not a "crash" of LLVM's (fuzz seed 42)."""
+    xs = [pt.dvector(f"x{i}") for i in range(40)]
+    out = xs[0]
+    for x in xs[1:]:
+        out = out * x + 1.0
+    outcome = check(xs, [out], lambda: [np.ones(2) for _ in xs])
+    assert outcome.invalid
+    assert list(outcome.runs) == ["py"]
+    assert outcome.report().startswith("invalid graph: the py linker cannot call it (NotImplementedError(")
+
+
+@pytest.mark.parametrize("stock", [True, False])
+def test_oracle_judges_a_py_linker_error_with_stock_on_the_output_it_raises_on(planted_lowering, stock):
+    """The py linker raises on the max of an empty array, where LLVM and stock return the identity; stock
+    cannot compile the other output. Stock compiles the max alone, so the finding is stock's, not a failure
+    (compiled whole, a wide graph took stock gigabytes and minutes, fuzz seed 42)."""
+    x = pt.dvector("x")
+    outputs = [pt.max(x), Planted("stock_compile")(x)]
+    stages = []
+    with reporting_stages(stages.append):
+        outcome = check([x], outputs, lambda: [np.array([], dtype="float64")], stock=stock)
+    assert outcome.failures == [], outcome.report()
+    [finding] = outcome.stock
+    assert finding.message.startswith(
+        "NUMBA and LLVM vs py (outputs [0], compiled alone under NUMBA): returned where the reference raised ValueError"
+    )
+    assert stages[-2:] == ["py, for the output it raises on", "NUMBA, to judge LLVM's disagreement with py"]
+
+
 def _a_graph_with(families: set[str]):
     drawn = []
 

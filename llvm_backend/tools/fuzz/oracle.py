@@ -9,7 +9,9 @@ same exception type where the py linker raises. ``fn.vm.jit_fn`` is called too a
 Function. Where LLVM disagrees with the py linker exactly as stock NUMBA does, or stock NUMBA alone
 disagrees, the finding is a stock discrepancy, not ours. Wide graphs are compiled under stock NUMBA (which takes
 minutes over them) only where LLVM disagrees with the py linker, to tell the two cases apart; wherever LLVM
-disagrees on some outputs and returned, stock compiles those outputs alone.
+disagrees on some outputs and returned, stock compiles those outputs alone, and where the py linker raised and
+LLVM returned, stock compiles alone the first output the py linker raises on by itself. A graph the py linker
+cannot compile, or cannot run (``NotImplementedError``), is invalid: there is no reference.
 """
 
 from collections.abc import Callable
@@ -69,7 +71,8 @@ class Outcome:
     runs: dict[str, Run]
     findings: list[Finding] = field(default_factory=list)
     invalid: bool = False
-    """The py linker could not compile the graph: nothing to compare."""
+    """The py linker could not compile the graph, or cannot run it (it raised ``NotImplementedError``, as
+    ``Elemwise.perform`` does past 32 operands): there is no reference to compare with."""
 
     @property
     def failures(self) -> list[Finding]:
@@ -86,7 +89,8 @@ class Outcome:
 
     def report(self) -> str:
         if self.invalid:
-            return f"invalid graph: the py linker cannot compile it ({self.runs['py'].error!r})"
+            py = self.runs["py"]
+            return f"invalid graph: the py linker cannot {py.stage} it ({py.error!r})"
         if not self.findings:
             return f"agree ({', '.join(self.runs)})"
         return "\n".join(f"{f.kind}: {f.message}" for f in self.findings)
@@ -193,7 +197,21 @@ def _differing_outputs(run: Run, reference: Run) -> list[int] | None:
 
 
 def _outputs_at(run: Run, positions: list[int] | None) -> Run:
-    return run if positions is None else replace(run, outputs=[run.outputs[i] for i in positions])
+    if positions is None or run.outputs is None:
+        return run
+    return replace(run, outputs=[run.outputs[i] for i in positions])
+
+
+def _raising_output(inputs, outputs, values, error: BaseException) -> list[int] | None:
+    """Where the py linker raised on the whole graph: the position of the first output it raises ``error``'s
+    type on when compiled alone, as a list; None when there is none (or only one output)."""
+    if len(outputs) == 1:
+        return None
+    for i, output in enumerate(outputs):
+        alone = _run(PY, inputs, [output], values, "py, for the output it raises on")
+        if alone.stage == "call" and type(alone.error) is type(error):
+            return [i]
+    return None
 
 
 def _classify(runs: dict[str, Run], judged: list[int] | None = None) -> list[Finding]:
@@ -237,11 +255,16 @@ def check(inputs, outputs, values: Callable[[], list], stock: bool = True) -> Ou
     """Compile ``outputs`` of ``inputs`` under the py linker, LLVM and stock NUMBA (if ``stock`` is false, only
     where LLVM and the py linker disagree), call each on ``values()`` and compare (see the module docstring)."""
     runs = {"py": _run(PY, inputs, outputs, values)}
-    if runs["py"].error is not None and runs["py"].stage == "compile":
+    py_error = runs["py"].error
+    if py_error is not None and (runs["py"].stage == "compile" or isinstance(py_error, NotImplementedError)):
         return Outcome(runs, invalid=True)
     runs["LLVM"] = _run("LLVM", inputs, outputs, values)
     ours = disagreement(runs["LLVM"], runs["py"])
-    judged = _differing_outputs(runs["LLVM"], runs["py"]) if ours else None
+    judged = None
+    if ours and py_error is None:
+        judged = _differing_outputs(runs["LLVM"], runs["py"])
+    elif ours and runs["LLVM"].error is None:
+        judged = _raising_output(inputs, outputs, values, py_error)
     if ours:
         # Only what LLVM disagrees on (every output where it raised): a smaller graph for stock, which took
         # minutes and gigabytes over whole wide graphs. Dying or hanging here is not stock's to own.

@@ -316,7 +316,7 @@ class _Writer:
         sources = [*self.fgraph.inputs, *self.parameter_constants]
         inputs = self.fgraph.inputs
         graph.scalar_sources = {i: inp.type.dtype for i, inp in enumerate(inputs) if takes_native_scalar(inp)}
-        kinds = [None if i in graph.scalar_sources else _tensor_kind(inp) for i, inp in enumerate(self.fgraph.inputs)]
+        kinds = [None if i in graph.scalar_sources else _tensor_kind(inp) for i, inp in enumerate(inputs)]
         kinds += [(str(v.dtype), v.ndim) for _, v in graph.constant_params]
         for (dtype, ndim), positions in pack_groups(kinds).items():
             pack_type = ArrayPackType.of(dtype, ndim, len(positions))

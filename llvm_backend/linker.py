@@ -74,7 +74,7 @@ def graph_caller(graph_fn, cells: list, scalars: list[str | None]):
         f"        return graph_fn({', '.join(values)})\n"
         f"    return call_graph\n"
     )
-    namespace = {dtype: NATIVE_SCALARS[dtype] for dtype in NATIVE_SCALARS}
+    namespace = dict(NATIVE_SCALARS)
     exec(compile(source, "<llvm_backend graph_caller>", "exec"), namespace)
     return namespace["bind"](graph_fn, *cells)
 

@@ -44,9 +44,11 @@ def _reduction(node, i, ndim: int) -> LoopOutput | None:
     """Output ``i``'s full reduction as a `LoopOutput`, or None if it is not one the loop takes."""
     scalar_op, axes, _, acc_dtype = node.op.reduced_outputs[i]
     name = REDUCTION_OPS.get(type(scalar_op))
+    if name is None:
+        return None
     acc_dtype, out_dtype = np.dtype(acc_dtype), np.dtype(node.outputs[i].type.dtype)
-    kinds = reduces_kinds(name or "").replace("c", "")
-    if name is None or acc_dtype.kind not in kinds or out_dtype.kind not in kinds:
+    kinds = reduces_kinds(name).replace("c", "")
+    if acc_dtype.kind not in kinds or out_dtype.kind not in kinds:
         return None
     identity = reduction_identity(scalar_op, acc_dtype)
     if sorted(axes) == list(range(ndim)):

@@ -3,7 +3,8 @@
 numba's ``np.concatenate`` emits one specialised copy loop nest per input, so LLVM optimizes N
 loop nests.  ``linear_join`` emits a few stores per input into stack tables (data pointer, shape,
 strides), then one validation loop over the tables and one copy loop nest per distinct input dtype:
-the number of loops does not depend on the number of inputs.
+the number of loops does not depend on the number of inputs.  A 1-d join of scalars only is one store per
+scalar.
 
 Layering, as numba's own concatenate: typing (``_join_ndim``, ``_output_dtype``) -> the
 ``@intrinsic`` ``linear_join`` (the public function itself) -> the pure IR emitters
@@ -345,6 +346,25 @@ def _emit_join(context, builder, axis, in_types, fill_table, out_type):
     return out._getvalue()
 
 
+def _is_element(entry) -> bool:
+    """A scalar or a 0-d array: one element of a 1-d join."""
+    return not isinstance(entry, types.Array) or entry.ndim == 0
+
+
+def _emit_element_join(context, builder, axis, in_types, values, out_type):
+    """A 1-d join of one element per input: the output, then one store per input (no tables, no loop)."""
+    _emit_normalized_axis(context, builder, axis, 1)
+    out = _empty_nd_impl(context, builder, out_type, [_INTP(len(in_types))])
+    for k, (entry_type, value) in enumerate(zip(in_types, values)):
+        if isinstance(entry_type, types.Array):
+            data = context.make_array(entry_type)(context, builder, value).data
+            align = None if entry_type.aligned else 1
+            value, entry_type = context.unpack_value(builder, entry_type.dtype, data, align=align), entry_type.dtype
+        element = context.cast(builder, value, entry_type, out_type.dtype)
+        context.pack_value(builder, out_type.dtype, element, builder.gep(out.data, [_INTP(k)]))
+    return out._getvalue()
+
+
 # ---------------------------------------------------------------- public intrinsic
 
 
@@ -365,6 +385,10 @@ def linear_join(typingctx, axis, arrays, dtype):
     out of range, and ``ValueError`` (as stock's Join) naming the input, dimension, sizes and axis
     when a non-join size differs from input 0's, before the output is allocated.  Inputs of
     different ndim, or non-array entries, are a TypingError.
+
+    A 1-d join of scalars and 0-d arrays only (a ``ScalarizedJoin`` of scalars, a ``MakeVector``) needs no
+    tables: after the axis check it is ``out = np.empty(n, dtype); out[0] = s0; ...; out[n - 1] = sn``, one
+    store per entry (still linear IR), as stock's join of scalars.
 
     The equivalent Python of what it emits for ``linear_join(axis, (x0, x1, x2), np.float64)`` with
     ``axis`` = 1 (the last axis), x0 and x1 float64 matrices and x2 an int32 matrix.  ``data``,
@@ -427,6 +451,9 @@ def linear_join(typingctx, axis, arrays, dtype):
 
     def codegen(context, builder, sig, args):
         join_axis = context.cast(builder, args[0], sig.args[0], types.intp)
+        if pack is None and all(_is_element(entry) for entry in arrays):
+            values = cgutils.unpack_tuple(builder, args[1], len(arrays))
+            return _emit_element_join(context, builder, join_axis, list(arrays), values, out_type)
         return _emit_join(
             context, builder, join_axis, list(in_types), partial(fill, context, builder, args[1]), out_type
         )

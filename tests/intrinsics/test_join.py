@@ -388,3 +388,43 @@ def test_ir_and_loops_grow_linearly_with_input_count():
     # more (vector body, epilogue, remainder): a bound independent of the input count.
     assert 2 <= len(loops_32) <= 12
     assert 2 <= len(loops_64) <= 12
+
+
+def compile_element_join(entries):
+    """A kernel joining ``entries`` (scalars and 0-d arrays) into float64: its result, its unoptimized and its
+    optimized function."""
+
+    @numba.njit(cache=False)
+    def element_join_kernel(*entries):
+        return linear_join(0, entries, np.float64)
+
+    with _UnoptimizedIR() as unoptimized:
+        got = element_join_kernel(*entries)
+    [signature] = element_join_kernel.signatures
+    [kernel] = [fn for text in unoptimized.modules for fn in kernel_functions(text, "element_join_kernel")]
+    [optimized] = kernel_functions(element_join_kernel.inspect_llvm(signature), "element_join_kernel")
+    return got, kernel, optimized
+
+
+def test_a_join_of_elements_stores_each_one_without_tables_or_loops():
+    view = np.arange(4.0)[::-1][1:2].reshape(())
+    entries = [np.float64(1.5), 7, True, np.float32(2.5), np.array(3, dtype=np.int8), view, np.array(False)]
+    got, kernel, optimized = compile_element_join(entries)
+    np.testing.assert_array_equal(got, [1.5, 7.0, 1.0, 2.5, 3.0, 2.0, 0.0])
+    assert got.dtype == np.float64 and got.flags.c_contiguous
+    assert "join.data" not in str(kernel)
+    assert loop_headers(optimized) == set()
+
+
+def test_a_join_of_elements_grows_linearly_with_their_count():
+    _, kernel_32, _ = compile_element_join([float(k) for k in range(32)])
+    got, kernel_64, _ = compile_element_join([float(k) for k in range(64)])
+    np.testing.assert_array_equal(got, np.arange(64.0))
+    assert instruction_count(kernel_64) / instruction_count(kernel_32) < 2.2
+
+
+@pytest.mark.parametrize("axis", [1, -2])
+def test_a_join_of_elements_checks_its_axis(axis):
+    with pytest.raises(np.exceptions.AxisError, match=f"axis {axis} is out of bounds"):
+        joiner(np.float64)(axis, 1.0, np.array(2.0))
+    np.testing.assert_array_equal(joiner(np.float64)(-1, 1.0, np.array(2.0)), [1.0, 2.0])

@@ -167,3 +167,16 @@ def test_more_entries_than_numba_takes_in_one_argument_go_to_stocks_function():
 def test_entries_fit_a_call_of_numba_as_one_tuple_or_one_pack(entries, fits):
     node = pt.stack(entries).owner if entries[0].ndim == 0 else pt.concatenate(entries).owner
     assert entries_fit_a_call(node) is fits
+
+
+def test_a_scalarized_join_of_scalars_of_mixed_dtypes_upcasts_each():
+    """Every entry a scalar: linear_join stores each one, cast to the output's dtype (no tables, no loop)."""
+    a, b, c = pt.vector("a", dtype="int8"), pt.vector("b", dtype="float32"), pt.vector("c", dtype="int64")
+    entries = [a.sum(dtype="int8"), pt.any(b > 0), b.max(), c.sum(), a.min()]
+    out = pt.concatenate([pt.atleast_1d(e) for e in entries])
+    values = [np.array([100, 27, 5], dtype="int8"), np.array([-1.5, 2.25], dtype="float32"), np.array([2**40, 3])]
+    fn, result = compare_llvm_numba_and_py([a, b, c], out, values)
+    [join] = [node for node in fn.maker.fgraph.apply_nodes if isinstance(node.op, ScalarizedJoin)]
+    assert all(entry.type.ndim == 0 for entry in join.inputs)
+    assert result.dtype == np.float64
+    np.testing.assert_array_equal(result, [np.int8(-124), 1.0, 2.25, 2**40 + 3, 5.0])

@@ -3,8 +3,7 @@
 numba's ``np.concatenate`` emits one specialised copy loop nest per input, so LLVM optimizes N
 loop nests.  ``linear_join`` emits a few stores per input into stack tables (data pointer, shape,
 strides), then one validation loop over the tables and one copy loop nest per distinct input dtype:
-the number of loops does not depend on the number of inputs.  A 1-d join of scalars only is one store per
-scalar.
+the number of loops does not depend on the number of inputs.  In a 1-d join, a scalar entry is one store.
 
 Layering, as numba's own concatenate: typing (``_join_ndim``, ``_output_dtype``) -> the
 ``@intrinsic`` ``linear_join`` (the public function itself) -> the pure IR emitters
@@ -351,17 +350,48 @@ def _is_element(entry) -> bool:
     return not isinstance(entry, types.Array) or entry.ndim == 0
 
 
-def _emit_element_join(context, builder, axis, in_types, values, out_type):
-    """A 1-d join of one element per input: the output, then one store per input (no tables, no loop)."""
+def _emit_element(context, builder, entry_type, value):
+    """A scalar entry, or the element of a 0-d array entry, and its type."""
+    if not isinstance(entry_type, types.Array):
+        return value, entry_type
+    data = context.make_array(entry_type)(context, builder, value).data
+    align = None if entry_type.aligned else 1
+    return context.unpack_value(builder, entry_type.dtype, data, align=align), entry_type.dtype
+
+
+def _emit_vector_join(context, builder, axis, in_types, values, out_type):
+    """A 1-d join with elements (scalars, 0-d arrays) among its entries.
+
+    Each entry's offset is a running sum in straight-line code (an element adds 1, a vector its length), so
+    no validation loop is needed; each element is one store at its offset, and only the vectors go through
+    the stack tables and the copy loops (none when every entry is an element)."""
     _emit_normalized_axis(context, builder, axis, 1)
-    out = _empty_nd_impl(context, builder, out_type, [_INTP(len(in_types))])
+    vectors = [k for k, entry in enumerate(in_types) if not _is_element(entry)]
+    position = {k: j for j, k in enumerate(vectors)}
+    table = _alloca_table(builder, len(vectors), 1) if vectors else None
+    offsets, total = [], _INTP(0)
     for k, (entry_type, value) in enumerate(zip(in_types, values)):
-        if isinstance(entry_type, types.Array):
-            data = context.make_array(entry_type)(context, builder, value).data
-            align = None if entry_type.aligned else 1
-            value, entry_type = context.unpack_value(builder, entry_type.dtype, data, align=align), entry_type.dtype
-        element = context.cast(builder, value, entry_type, out_type.dtype)
-        context.pack_value(builder, out_type.dtype, element, builder.gep(out.data, [_INTP(k)]))
+        offsets.append(total)
+        if _is_element(entry_type):
+            total = builder.add(total, _INTP(1))
+            continue
+        j = position[k]
+        _store_entry(context, builder, table, j, entry_type, value)
+        builder.store(total, builder.gep(table.offsets, [_INTP(j)]))
+        total = builder.add(total, _load_dims(builder, table.shapes, _INTP(j), 1)[0])
+    out = _empty_nd_impl(context, builder, out_type, [total])
+    for k, (entry_type, value) in enumerate(zip(in_types, values)):
+        if _is_element(entry_type):
+            element, element_type = _emit_element(context, builder, entry_type, value)
+            element = context.cast(builder, element, element_type, out_type.dtype)
+            context.pack_value(builder, out_type.dtype, element, builder.gep(out.data, [offsets[k]]))
+    if vectors:
+        [stride] = cgutils.unpack_tuple(builder, out.strides, 1)
+        output = _Output(builder.bitcast(out.data, cgutils.voidptr_t), [stride], stride, out_type.dtype)
+        vector_types = [in_types[k] for k in vectors]
+        for in_dtype, members in _groups_by_dtype(vector_types).items():
+            aligned = all(vector_types[j].aligned for j in members)
+            _emit_group_copy(context, builder, table, members, in_dtype, output, None if aligned else 1)
     return out._getvalue()
 
 
@@ -386,9 +416,10 @@ def linear_join(typingctx, axis, arrays, dtype):
     when a non-join size differs from input 0's, before the output is allocated.  Inputs of
     different ndim, or non-array entries, are a TypingError.
 
-    A 1-d join of scalars and 0-d arrays only (a ``ScalarizedJoin`` of scalars, a ``MakeVector``) needs no
-    tables: after the axis check it is ``out = np.empty(n, dtype); out[0] = s0; ...; out[n - 1] = sn``, one
-    store per entry (still linear IR), as stock's join of scalars.
+    A 1-d join with scalars or 0-d arrays among its entries (a ``ScalarizedJoin``, a ``MakeVector``) puts
+    only its vectors in the tables: after the axis check, each entry's offset is a running sum in straight-line
+    code, each element one store there, and the vectors are copied as below; of scalars only, it is ``out =
+    np.empty(n, dtype); out[0] = s0; ...; out[n - 1] = sn`` (as stock's join of scalars), still linear IR.
 
     The equivalent Python of what it emits for ``linear_join(axis, (x0, x1, x2), np.float64)`` with
     ``axis`` = 1 (the last axis), x0 and x1 float64 matrices and x2 an int32 matrix.  ``data``,
@@ -451,9 +482,9 @@ def linear_join(typingctx, axis, arrays, dtype):
 
     def codegen(context, builder, sig, args):
         join_axis = context.cast(builder, args[0], sig.args[0], types.intp)
-        if pack is None and all(_is_element(entry) for entry in arrays):
+        if pack is None and any(_is_element(entry) for entry in arrays):
             values = cgutils.unpack_tuple(builder, args[1], len(arrays))
-            return _emit_element_join(context, builder, join_axis, list(arrays), values, out_type)
+            return _emit_vector_join(context, builder, join_axis, list(arrays), values, out_type)
         return _emit_join(
             context, builder, join_axis, list(in_types), partial(fill, context, builder, args[1]), out_type
         )

@@ -428,3 +428,40 @@ def test_a_join_of_elements_checks_its_axis(axis):
     with pytest.raises(np.exceptions.AxisError, match=f"axis {axis} is out of bounds"):
         joiner(np.float64)(axis, 1.0, np.array(2.0))
     np.testing.assert_array_equal(joiner(np.float64)(-1, 1.0, np.array(2.0)), [1.0, 2.0])
+
+
+@st.composite
+def vector_join_cases(draw):
+    """A 1-d join of scalars, 0-d arrays and vectors (C, reversed or strided, possibly empty), mixed."""
+    entries = []
+    for _ in range(draw(st.integers(1, 6))):
+        kind = draw(st.sampled_from(["scalar", "0-d", "vector"]))
+        dtype = draw(_dtypes)
+        if kind == "scalar":
+            entries.append(dtype(draw(st.integers(0, 9))))
+        elif kind == "0-d":
+            entries.append(np.array(draw(st.integers(0, 9)), dtype=dtype))
+        else:
+            values = draw(hnp.arrays(dtype, 2 * draw(st.integers(0, 4)), elements={"min_value": 0, "max_value": 9}))
+            entries.append(draw(st.sampled_from([values, values[::-1], values[::2]])))
+    return draw(st.sampled_from([0, -1])), entries, draw(st.sampled_from([np.float64, np.int64]))
+
+
+@settings(max_examples=80, deadline=None)
+@given(vector_join_cases())
+def test_a_join_of_scalars_and_vectors_matches_numpy_concatenate(case):
+    check(*case)
+
+
+def _scalars_and_vectors(n_scalars):
+    return [*(float(k) for k in range(n_scalars)), np.arange(3.0)[::-1], 7, np.arange(2, dtype=np.int32), True]
+
+
+def test_a_join_of_scalars_and_vectors_tables_only_its_vectors():
+    got, kernel_40, optimized_40 = compile_element_join(_scalars_and_vectors(40))
+    np.testing.assert_array_equal(got, [*range(40), 2.0, 1.0, 0.0, 7.0, 0.0, 1.0, 1.0])
+    assert re.search(r"%join\.data = alloca ptr, i64 2,", str(kernel_40)), "a table of the two vectors only"
+    _, kernel_80, optimized_80 = compile_element_join(_scalars_and_vectors(80))
+    # The copy loops are the vectors' (one nest per dtype), however many scalars there are.
+    assert len(loop_headers(optimized_80)) == len(loop_headers(optimized_40)) > 0
+    assert instruction_count(kernel_80) / instruction_count(kernel_40) < 2.2

@@ -67,7 +67,8 @@ class Case:
     requires: str | None = None
     """A module the case needs (its extra's); without it the case is skipped with a message."""
     compile: Callable[[Graph, str], Callable] | None = None
-    """How the cold compile compiles the graph under a mode (default ``pytensor.function``)."""
+    """How the graph is compiled under a mode, for its cold compile and the function timed (default
+    ``pytensor.function``)."""
     nutpie: str | None = None
     """For a PyMC model, its name in ``llvm_backend_bench.pymc_models.MODELS``: nutpie is timed on it end to end."""
 

@@ -111,7 +111,7 @@ def measure_case(case: Case, modes, cold_modes, rounds: int, progress: Callable[
     floor = [call_floor_runner(FLOOR, graph)] if FLOOR in modes else []
     compiled = [mode for mode in modes if mode not in (REFERENCE, FLOOR)]
     progress(f"{case.name}: compiling under {', '.join(compiled)}{f' and {REFERENCE}' if references else ''}")
-    runners = [compile_runner(graph, mode) for mode in compiled] + references + floor
+    runners = [compile_runner(graph, mode, case.compile) for mode in compiled] + references + floor
     cold = {}
     for mode in cold_modes:
         progress(f"{case.name}: cold compile under {mode} (fresh process, empty caches)")

@@ -89,14 +89,19 @@ class Runner:
     """ndarray arguments, each of which numba unboxes into one MemInfo per call."""
 
 
-def compile_runner(graph: Graph, mode: str) -> Runner:
-    """Compile ``graph`` under PyTensor ``mode`` and call it once.
+def _pytensor_function(graph: Graph, mode: str):
+    return pytensor.function(graph.inputs, graph.outputs, mode=mode)
+
+
+def compile_runner(graph: Graph, mode: str, compile: Callable[[Graph, str], object] | None = None) -> Runner:
+    """Compile ``graph`` under PyTensor ``mode`` with ``compile(graph, mode)`` (default ``pytensor.function``;
+    a PyMC case compiles as PyMC does, with its rewrites) and call it once.
 
     The numba cache is off, so the dispatcher called is the kernel itself and its IR is the code
     timed (under the cache it is a ``*args`` wrapper whose IR may be a stub loaded from disk).
     """
     with config.change_flags(numba__cache=False):
-        fn = pytensor.function(graph.inputs, graph.outputs, mode=mode)
+        fn = (compile or _pytensor_function)(graph, mode)
     if not isinstance(fn.maker.linker, NumbaLinker):
         variables = [i.variable for i in fn.maker.inputs if not i.shared]
         fn.trust_input = True

@@ -2,17 +2,19 @@ import json
 
 import numba
 import numpy as np
+import pytensor
 import pytest
 from llvm_backend_bench.cases import CASES, FLOOR, MODES, QUICK_CASES, REFERENCE, select_cases
 from llvm_backend_bench.intrinsics import MICRO_CASES, Micro, format_micro_table, measure_micro, select_micro
 from llvm_backend_bench.plots import COMPILE_PLOT, PER_CALL_PLOT, compile_time_plot, per_call_plot
 from llvm_backend_bench.run import BenchRun, format_bench_table
+from pytensor import config
 
 import llvm_backend  # noqa: F401
 from intrinsics.argpack import ArrayPack
 from llvm_backend.tools.cli import main
 from llvm_backend.tools.graphs import join_arrays, logp_grad, reduction, scalar_index
-from llvm_backend.tools.measurements import FUNCTION_CALL, NUMBA_CALL, Measurement
+from llvm_backend.tools.measurements import FUNCTION_CALL, NUMBA_CALL, Measurement, compile_runner
 from llvm_backend.tools.testing import PY_MODE, compare_llvm_numba_and_py
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -198,3 +200,21 @@ def test_a_microbenchmark_of_ones_own_is_measured_and_tabulated():
         "intrinsics/full_reduce/sum_1000",
         "intrinsics/full_reduce/sum_1000000",
     ]
+
+
+@pytest.mark.parametrize("mode", ["NUMBA", "LLVM", "CVM"])
+def test_a_case_that_compiles_its_own_way_is_timed_on_what_it_compiles(mode):
+    """A PyMC case is timed on the function PyMC's compile makes (with PyMC's rewrites), not on a plain
+    ``pytensor.function`` of the same graph: the runner calls the case's compile, with the numba cache off."""
+    graph = logp_grad()
+    calls = []
+
+    def first_output_only(graph, mode):
+        calls.append((mode, config.numba__cache))
+        return pytensor.function(graph.inputs, graph.outputs[:1], mode=mode)
+
+    runner = compile_runner(graph, mode, first_output_only)
+    assert calls == [(mode, False)]
+    [logp] = runner.call()
+    expected = pytensor.function(graph.inputs, graph.outputs[0], mode=PY_MODE)(*graph.values)
+    np.testing.assert_allclose(logp, expected, rtol=1e-12)

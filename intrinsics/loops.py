@@ -15,7 +15,7 @@ it). For ``spec.broadcastable = ((False,), None)`` and outputs ``(array float64,
     total = 0.0  # the accumulator, a register
     for i in range(n):
         y[i], value = f(x[i], s)
-        total = total + value  # fadd reassoc: LLVM may split it across vector lanes
+        total = total + value  # fadd reassoc contract: split across vector lanes, fused with a product
     return y, total
 
 The loop's shape is, per dimension, the shape of the inputs not broadcastable there, which must all agree

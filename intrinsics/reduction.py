@@ -12,7 +12,8 @@ Layering, as numba's own concatenate: typing (``_numba_dtype``, ``_builtin_rule`
 ``_lower_reduce`` -> the IR emitters ``_emit_*``.
 
 Float add and mul carry LLVM's ``reassoc`` flag, the licence its loop vectorizer needs to split the one
-accumulator into vector lanes (with AVX-512, 4 x <8 x double>: 32 partial sums); max/min are
+accumulator into vector lanes (with AVX-512, 4 x <8 x double>: 32 partial sums), and the add ``contract``,
+so that a loop's accumulation fuses with a fastmath product into one FMA (as stock's loops do); max/min are
 llvm.maximum/minimum, exact and vectorizable as they are (they order -0.0 below +0.0, where numpy keeps
 the first of two zeros).  Summation order is therefore not sequential: the error of a float sum grows
 ~n/32 rather than ~n, while numpy's pairwise ``np.sum`` grows ~log n, so results may differ
@@ -46,10 +47,12 @@ def _float_intrinsic(name):
 
 
 # ``reassoc`` lets LLVM's loop vectorizer split the one accumulator into vector lanes (its only
-# licence: without it a float reduction is one serial chain).  llvm.maximum/minimum propagate NaN
-# like np.max and are exact, so they vectorize without any flag.
+# licence: without it a float reduction is one serial chain).  ``contract`` on the add lets LLVM fuse it
+# with a multiply into one FMA, where the multiply allows it too (numba's fastmath, PyTensor's default):
+# ``sum(x * y)`` in a loop is then one vfmadd per vector of elements, not a vmulpd and a vaddpd.
+# llvm.maximum/minimum propagate NaN like np.max and are exact, so they vectorize without any flag.
 _FLOAT_RULES = {
-    "add": lambda b, acc, v: b.fadd(acc, v, flags=("reassoc",)),
+    "add": lambda b, acc, v: b.fadd(acc, v, flags=("reassoc", "contract")),
     "mul": lambda b, acc, v: b.fmul(acc, v, flags=("reassoc",)),
     "maximum": _float_intrinsic("llvm.maximum"),
     "minimum": _float_intrinsic("llvm.minimum"),

@@ -1,3 +1,4 @@
+import llvmlite.binding as llvm
 import numpy as np
 import pytest
 from numba import njit
@@ -184,3 +185,28 @@ def test_the_caller_keeps_no_reference_counts_on_the_inputs():
     [overload] = run.overloads.values()
     body = function_text(overload.library.get_llvm_str(), overload.fndesc.mangled_name)
     assert "@NRT_incref" not in body and "@NRT_decref" not in body
+
+
+def _loop_of_products(fastmath: bool):
+    @njit(fastmath=fastmath)
+    def product(x, y):
+        return x * y
+
+    return _run(LoopSpec(((False,), (False,)), (SUM,)), product)
+
+
+@pytest.mark.parametrize("fastmath", [True, False])
+def test_a_sum_of_products_fuses_into_multiply_adds_where_the_multiply_allows(fastmath):
+    """The accumulating add may contract with the product it adds (``contract``), which the product allows
+    under numba's fastmath (PyTensor's default): where the CPU has FMA, one vfmadd per vector of elements
+    instead of a vmulpd and a vaddpd, each holding a register (with 49 such sums in one loop the extra
+    registers were spilled). Without fastmath nothing is contracted, as in stock's loops."""
+    run = _loop_of_products(fastmath)
+    x, y = np.arange(64.0), np.arange(64.0)[::-1].copy()
+    assert run(x, y)[0] == (x * y).sum()
+    [signature] = run.signatures
+    body = function_text(run.overloads[signature].library.get_llvm_str(), run.overloads[signature].fndesc.mangled_name)
+    adds = [line for line in body.splitlines() if " fadd " in line]
+    assert adds and all("reassoc" in line and "contract" in line for line in adds)
+    host_has_fma = bool(llvm.get_host_cpu_features().get("fma", False))
+    assert ("vfmadd" in run.inspect_asm(signature)) == (fastmath and host_has_fma)

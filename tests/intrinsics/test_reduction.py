@@ -300,7 +300,7 @@ def test_kernel_allocates_nothing_and_returns_a_scalar(x):
 
 def test_kernel_vectorizes_the_contiguous_float_sum():
     _, function = kernel_ir(sum_float64, np.ones(10))
-    assert "fadd reassoc <" in str(function)
+    assert "fadd reassoc contract <" in str(function)
 
 
 def test_only_the_argument_is_allocated():
@@ -373,7 +373,7 @@ def test_emit_full_reduce_on_a_fresh_module():
         '  %".17" = load double, double* %"reduce.acc"\n'
         '  %".18" = getelementptr double, double* %".13", i64 %"loop.index"\n'
         '  %".19" = load double, double* %".18"\n'
-        '  %".20" = fadd reassoc double %".17", %".19"\n'
+        '  %".20" = fadd reassoc contract double %".17", %".19"\n'
         '  store double %".20", double* %"reduce.acc"\n'
         '  %".22" = add nsw i64 %"loop.index", 1\n'
         '  br label %"for.cond"\n'

@@ -52,7 +52,8 @@ class LoopOutput:
     """A reduction handed out as a native scalar (else a 0-d array)."""
     into: int | None = None
     """An array output written into input ``into`` (in place: an array of the output's dtype and of the loop's
-    shape, broadcast in no axis), which it returns, instead of a new array."""
+    shape, broadcast in no axis), which it returns, instead of a new array. A read-only input (such as
+    ``np.broadcast_to``'s view, whose elements share memory) is not written: the output is a new array."""
     axes: tuple[int, ...] | None = None
     """A reduction over these axes only: an array of the other axes (C order), accumulated in place, so its
     ``acc_dtype`` is its ``dtype``. None: over every axis."""
@@ -77,9 +78,10 @@ def _output_type(output: LoopOutput, ndim: int, inputs):
     dtype = from_dtype(output.dtype)
     if output.into is not None:
         target = inputs[output.into]
-        if not isinstance(target, types.Array) or target.dtype != dtype or target.ndim != ndim or not target.mutable:
+        if not isinstance(target, types.Array) or target.dtype != dtype or target.ndim != ndim:
             raise errors.TypingError(f"loop: cannot write a {dtype} output into input {output.into}, a {target}")
-        return target
+        if target.mutable:
+            return target
     if output.reduce is None:
         return types.Array(dtype, ndim, "C")
     if output.partial:
@@ -170,6 +172,7 @@ def loop_intrinsic(spec: LoopSpec):
             raise errors.TypingError(f"loop: function must be an @njit function, got {function}")
         _check_inputs(spec, inputs)
         output_types = [_output_type(output, ndim, inputs) for output in spec.outputs]
+        into = [None if o.into is None or not inputs[o.into].mutable else o.into for o in spec.outputs]
         elements = [t.dtype if isinstance(t, types.Array) else t for t in inputs]
         function_sig = typingctx.resolve_function_type(function, tuple(elements), {})
         if function_sig is None:
@@ -193,12 +196,8 @@ def loop_intrinsic(spec: LoopSpec):
             }
             shape = _emit_shape(context, builder, arrays, spec)
             outputs = [
-                None
-                if o.reduce is not None
-                else arrays[o.into]
-                if o.into is not None
-                else _Array.new(context, builder, t, shape)
-                for o, t in zip(spec.outputs, output_types)
+                None if o.reduce is not None else arrays[k] if k is not None else _Array.new(context, builder, t, shape)
+                for o, k, t in zip(spec.outputs, into, output_types)
             ]
             slots = [
                 cgutils.alloca_once_value(builder, context.get_constant(acc, o.identity), name="loop.acc")
@@ -239,10 +238,10 @@ def loop_intrinsic(spec: LoopSpec):
                         builder.store(rules[j](context, builder, builder.load(slots[j]), value), slots[j])
             returned = []
             for j, (o, t) in enumerate(zip(spec.outputs, output_types)):
-                if o.into is not None:
+                if into[j] is not None:
                     # the input's array, handed out once more
-                    context.nrt.incref(builder, t, values[o.into])
-                    returned.append(values[o.into])
+                    context.nrt.incref(builder, t, values[into[j]])
+                    returned.append(values[into[j]])
                 elif o.reduce is None or o.partial:
                     returned.append(outputs[j].value)
                 else:

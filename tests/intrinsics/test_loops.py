@@ -139,6 +139,22 @@ def test_an_output_written_into_an_input_is_that_input():
         _run(spec, scaled)(np.arange(4), 3.0)
 
 
+def test_a_read_only_input_is_not_written_into():
+    """``np.broadcast_to``'s view is read-only: its rows share memory, so writing the output into it would
+    read elements already overwritten. The output is a new array and the input stays as it was."""
+    spec = LoopSpec(((False, False),), (LoopOutput(F8, into=0),))
+
+    @njit
+    def twice(x):
+        return 2.0 * x
+
+    x = np.broadcast_to(np.arange(3.0), (4, 3))
+    [y] = _run(spec, twice)(x)
+    assert not np.shares_memory(y, x)
+    np.testing.assert_array_equal(y, 2.0 * np.broadcast_to(np.arange(3.0), (4, 3)))
+    np.testing.assert_array_equal(x[0], [0.0, 1.0, 2.0])
+
+
 def test_a_reduction_over_some_axes_is_an_array_of_the_others():
     spec = LoopSpec(
         ((False, False, False),),

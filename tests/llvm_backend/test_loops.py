@@ -14,7 +14,7 @@ from llvm_backend.dispatch import lowering_for
 from llvm_backend.lowerings.loops import loop_spec, lowers_loop
 from llvm_backend.tools.graphs import logp_grad
 from llvm_backend.tools.measure import allocations_per_call
-from llvm_backend.tools.testing import compare_llvm_numba_and_py
+from llvm_backend.tools.testing import PY_MODE, compare_llvm_numba_and_py
 
 RNG = np.random.default_rng(7)
 
@@ -107,6 +107,25 @@ def test_mismatched_shapes_raise_value_error_as_stock():
         fn = pytensor.function([x, y], [pt.exp(x) + y, (x * y).sum()], mode=mode)
         with pytest.raises(ValueError):
             fn(np.ones(3), np.ones(4))
+
+
+def test_an_in_place_elemwise_leaves_a_read_only_input_alone():
+    """PyTensor's ``test_elemwise_inplace_out_type``: ``2 * x`` in place on a mutable input, given
+    ``np.broadcast_to``'s read-only view, whose rows share memory. The LLVM mode makes a new array (the py
+    linker's values, the input unchanged); stock writes through the shared row, which is harmless on zeros
+    (where the two agree) and not otherwise."""
+    x = pt.matrix("x")
+    functions = {
+        mode: pytensor.function([pytensor.In(x, mutable=True)], (2 * x).ravel(), mode=mode)
+        for mode in (PY_MODE, "NUMBA", "LLVM")
+    }
+    [node] = [n for n in functions["LLVM"].maker.fgraph.apply_nodes if isinstance(n.op, Elemwise)]
+    assert node.op.destroy_map and lowers_loop(node)
+    zeros = {mode: fn(np.broadcast_to(np.zeros(3), (6, 3))) for mode, fn in functions.items()}
+    np.testing.assert_array_equal(zeros["LLVM"], zeros["NUMBA"])
+    view = np.broadcast_to(np.arange(3.0), (6, 3))
+    np.testing.assert_array_equal(functions["LLVM"](view), functions[PY_MODE](np.arange(3.0)[None].repeat(6, 0)))
+    np.testing.assert_array_equal(view[0], [0.0, 1.0, 2.0])
 
 
 def test_a_static_broadcast_input_is_read_at_its_one_element():

@@ -74,14 +74,20 @@ class LoopSpec:
         return len(next(b for b in self.broadcastable if b is not None))
 
 
-def _output_type(output: LoopOutput, ndim: int, inputs):
+def _written_into(output: LoopOutput, ndim: int, inputs) -> int | None:
+    """The input ``output`` is written into: its ``into``, unless that input is read-only (then None)."""
+    if output.into is None:
+        return None
+    target, dtype = inputs[output.into], from_dtype(output.dtype)
+    if not isinstance(target, types.Array) or target.dtype != dtype or target.ndim != ndim:
+        raise errors.TypingError(f"loop: cannot write a {dtype} output into input {output.into}, a {target}")
+    return output.into if target.mutable else None
+
+
+def _output_type(output: LoopOutput, ndim: int, inputs, into: int | None):
     dtype = from_dtype(output.dtype)
-    if output.into is not None:
-        target = inputs[output.into]
-        if not isinstance(target, types.Array) or target.dtype != dtype or target.ndim != ndim:
-            raise errors.TypingError(f"loop: cannot write a {dtype} output into input {output.into}, a {target}")
-        if target.mutable:
-            return target
+    if into is not None:
+        return inputs[into]
     if output.reduce is None:
         return types.Array(dtype, ndim, "C")
     if output.partial:
@@ -171,8 +177,8 @@ def loop_intrinsic(spec: LoopSpec):
         if not isinstance(function, types.Dispatcher):
             raise errors.TypingError(f"loop: function must be an @njit function, got {function}")
         _check_inputs(spec, inputs)
-        output_types = [_output_type(output, ndim, inputs) for output in spec.outputs]
-        into = [None if o.into is None or not inputs[o.into].mutable else o.into for o in spec.outputs]
+        into = [_written_into(output, ndim, inputs) for output in spec.outputs]
+        output_types = [_output_type(output, ndim, inputs, k) for output, k in zip(spec.outputs, into)]
         elements = [t.dtype if isinstance(t, types.Array) else t for t in inputs]
         function_sig = typingctx.resolve_function_type(function, tuple(elements), {})
         if function_sig is None:

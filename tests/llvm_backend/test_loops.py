@@ -123,6 +123,7 @@ def test_an_in_place_elemwise_leaves_a_read_only_input_alone():
     assert node.op.destroy_map and lowers_loop(node)
     zeros = {mode: fn(np.broadcast_to(np.zeros(3), (6, 3))) for mode, fn in functions.items()}
     np.testing.assert_array_equal(zeros["LLVM"], zeros["NUMBA"])
+    np.testing.assert_array_equal(zeros["LLVM"], zeros[PY_MODE])
     view = np.broadcast_to(np.arange(3.0), (6, 3))
     np.testing.assert_array_equal(functions["LLVM"](view), functions[PY_MODE](np.arange(3.0)[None].repeat(6, 0)))
     np.testing.assert_array_equal(view[0], [0.0, 1.0, 2.0])

@@ -226,8 +226,9 @@ class GraphSource:
 
     def entry_source(self, n_inputs: int, function: str, name: str = "llvm_graph_entry") -> str:
         """A function of the graph's ``n_inputs`` inputs returning its outputs in order, as stock's graph
-        function does, by calling ``function`` (this graph function): it packs what is packed, passes the
-        constant parameters by name (globals of the entry) and reads the listed outputs back in place.
+        function does, by calling ``function`` on one tuple of this graph function's arguments
+        (`intrinsics.functions.address_call`'s intrinsic): it packs what is packed, passes the constant
+        parameters by name (globals of the entry) and reads the listed outputs back in place.
 
         A graph with output lists is run by ``llvm_graph_lists`` (``graph_intrinsic(plan, lists=True)``) in
         the entry itself instead, on the graph function's arguments and embedded constants: ``function``
@@ -240,7 +241,7 @@ class GraphSource:
         if self.output_lists:
             call = f"llvm_graph_lists({tuple_source([*arguments, *self.embedded])})"
         else:
-            call = call_source(function, arguments)
+            call = f"{function}({tuple_source(arguments)})"
         n_direct = len(self.direct_outputs)
         outputs = {j: f"result[{d}]" for d, j in enumerate(self.direct_outputs)}
         for g, positions in enumerate(self.output_lists):

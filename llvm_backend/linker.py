@@ -10,9 +10,17 @@ from pytensor.link.numba.linker import NumbaLinker
 from pytensor.link.utils import raise_with_op
 
 from intrinsics.argpack import ArrayPack, pack_of
+from intrinsics.functions import address_call
 from intrinsics.graph import graph_intrinsic
 from intrinsics.tuples import flatten_tuple
-from llvm_backend.codegen import NATIVE_SCALARS, GraphSource, PackParam, graph_cache_key, graph_source
+from llvm_backend.codegen import (
+    NATIVE_SCALARS,
+    GraphSource,
+    PackParam,
+    graph_cache_key,
+    graph_source,
+    tuple_source,
+)
 from llvm_backend.dispatch import CODEGEN_VERSION, llvm_funcify_and_cache_key
 from llvm_backend.lowerings.composite import lowering_composites
 
@@ -82,22 +90,23 @@ def graph_caller(graph_fn, cells: list, scalars: list[str | None]):
 def graph_entry(graph: GraphSource, n_inputs: int, graph_fn):
     """PyTensor's contract for a Numba-linked function's ``vm.jit_fn``: a numba dispatcher taking the values
     of the graph's inputs and returning its outputs, callable from Python and from nopython code (nutpie
-    calls it inside a ``numba.cfunc``). That is ``graph_fn`` itself when its parameters and results are the
-    graph's; otherwise a function compiled on its first call (the thunk never calls it) that builds the
-    packs on its stack, passes the constant parameters and returns the listed outputs in the graph's order.
+    calls it inside a ``numba.cfunc``). Compiled on its first call (the thunk never calls it), it builds the
+    packs on its stack, passes the constant parameters, and calls the graph function through the address of
+    its code (`address_call`): a caller's module gets none of the graph's IR to optimize and compile again.
+    A graph with output lists is run in an entry of its own (which reads the lists back), called the same
+    way.
     """
-    dispatcher = graph_fn.dispatcher if isinstance(graph_fn, ListedOutputs) else graph_fn
-    if not graph.hides_arguments:
-        return dispatcher
-    env = {
-        **graph.global_env,
-        "llvm_graph_fn": dispatcher,
-        "llvm_graph_lists": graph_intrinsic(graph.plan, lists=True),
-        "pack_of": pack_of,
-        "flatten_tuple": flatten_tuple,
-        **dict(graph.constant_params),
-    }
-    source = graph.entry_source(n_inputs, "llvm_graph_fn")
+    env = {**graph.global_env, "pack_of": pack_of, "flatten_tuple": flatten_tuple, **dict(graph.constant_params)}
+    if graph.output_lists:
+        env["llvm_graph_lists"] = graph_intrinsic(graph.plan, lists=True)
+        source = graph.entry_source(n_inputs, "llvm_graph_fn", name="llvm_graph_lists_entry")
+        lists_entry = numba_njit(compile_numba_function_src(source, "llvm_graph_lists_entry", global_env=env))
+        inputs = [f"entry_input_{k}" for k in range(n_inputs)]
+        source = f"def llvm_graph_entry({', '.join(inputs)}):\n    return llvm_graph_fn({tuple_source(inputs)})\n"
+        env = {"llvm_graph_fn": address_call(lists_entry), "flatten_tuple": flatten_tuple}
+    else:
+        env["llvm_graph_fn"] = address_call(graph_fn)
+        source = graph.entry_source(n_inputs, "llvm_graph_fn")
     return numba_njit(compile_numba_function_src(source, "llvm_graph_entry", global_env=env), final_function=True)
 
 

@@ -81,8 +81,58 @@ def test_jit_fn_inside_a_cfunc_as_nutpie_calls_it():
     assert logp.ctypes(0.5) == pytest.approx(np.exp(LARGE * 0.5).sum() * 0.5)
 
 
-def test_jit_fn_is_the_graph_function_when_nothing_is_hidden():
+def _defined(module) -> set[str]:
+    """The names of the functions ``module`` defines, but numba's reference-count helpers (every module has them)."""
+    return {f.name for f in module.functions if not f.is_declaration and not f.name.startswith("NRT_")}
+
+
+@pytest.mark.parametrize("name", ["large constant", "35 outputs", "plain"])
+def test_a_cfunc_calling_jit_fn_links_none_of_the_graph(name):
+    # nutpie's cfunc used to link the graph function's module and optimize and compile it again.
     x = pt.dvector("x")
-    fn = pytensor.function([x], [pt.exp(x).sum()], mode="LLVM")
-    assert not fn.vm.graph_source.hides_arguments
-    assert fn.vm.jit_fn.py_func.__name__ == "llvm_graph_fn"
+    inputs, outputs, _ = GRAPHS[name] if name in GRAPHS else ([x], [pt.exp(x).sum() * x], None)
+    fn = pytensor.function(inputs, outputs, mode="LLVM")
+    jit_fn = fn.vm.jit_fn
+
+    @numba.cfunc("float64(float64)")
+    def first(value):
+        return jit_fn(np.full(3, value))[0].sum()
+
+    want = pytensor.function(inputs, outputs, mode=PY_MODE)(np.full(3, 0.5))[0].sum()
+    assert first.ctypes(0.5) == pytest.approx(want)
+    fn(np.full(3, 0.5))
+    graph_fn = fn.vm.graph_fn.dispatcher if hasattr(fn.vm.graph_fn, "dispatcher") else fn.vm.graph_fn
+    # what a caller linking a library would get (its own module is empty when loaded from the cache)
+    graph_functions = set().union(*(_defined(c.library._get_module_for_linking()) for c in graph_fn.overloads.values()))
+    assert any("llvm_graph_fn" in name for name in graph_functions)
+    defined = _defined(first._library._final_module)
+    assert not defined & graph_functions
+    assert all("first" in name or "llvm_graph_entry" in name for name in defined)
+
+
+def test_jit_fn_raises_what_the_graph_function_raises():
+    x, y = pt.dvector("x"), pt.dvector("y")
+    fn = pytensor.function([x, y], [pt.constant(LARGE[:3]) * x + y], mode="LLVM")
+    values = (np.ones(3), np.ones(2))
+    with pytest.raises(ValueError) as from_thunk:
+        fn(*values)
+    caller = _nopython_caller(2)
+    for call in (fn.vm.jit_fn, lambda *v: caller(fn.vm.jit_fn, *v)):
+        with pytest.raises(ValueError) as raised:
+            call(*values)
+        assert str(raised.value) in str(from_thunk.value)
+
+
+def test_a_cached_caller_of_jit_fn_is_compiled_but_not_cached(tmp_path, monkeypatch):
+    # jit_fn calls the graph function through an address of this process, which no cache may keep.
+    monkeypatch.setattr(numba.config, "CACHE_DIR", str(tmp_path))
+    x = pt.dvector("x")
+    jit_fn = pytensor.function([x], [pt.exp(x).sum()], mode="LLVM").vm.jit_fn
+
+    @numba.njit(cache=True)
+    def caller(value):
+        return jit_fn(value)[0]
+
+    with pytest.warns(numba.NumbaWarning, match="dynamic globals"):
+        assert caller(np.zeros(4)) == 4.0
+    assert not list(tmp_path.rglob("*.nbc"))

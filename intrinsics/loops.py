@@ -3,6 +3,7 @@
 `loop_intrinsic(spec)` makes the intrinsic ``loop(function, inputs)``: ``inputs`` a tuple of arrays of one
 ndim (broadcast as ``spec.broadcastable`` says) and scalars (the same at every element), ``function`` an
 ``@njit`` scalar function of one value per input returning one value per output (a tuple, or a single value).
+`node_loop_intrinsic` is the same loop as a function of the inputs, whose scalar function may be an intrinsic.
 Each output (`LoopOutput`) is an array of the loop's shape (C order, or written into an input in place), a
 full reduction of the function's values into an accumulator on the stack, which LLVM keeps in a register,
 handed out as a native scalar or a 0-d array, or a reduction over some axes, accumulated in an array of the
@@ -166,98 +167,109 @@ def _call_arguments(context, builder, values, value_types, parameters):
     return [*cast, context.make_tuple(builder, packed, rest)]
 
 
-def loop_intrinsic(spec: LoopSpec):
-    """The intrinsic ``loop(function, inputs)`` running ``spec``'s loop: a tuple of one value per output."""
+def _typed_loop(spec: LoopSpec, typingctx, function, inputs):
+    """``spec``'s loop typed for ``function`` (the type of an ``@njit`` function or of an intrinsic) and the
+    tuple type ``inputs``: the tuple type of its outputs and ``emit(context, builder, inputs value)``, which
+    emits the loop and returns that tuple."""
+    ndim = spec.ndim
+    if not isinstance(function, types.Dispatcher | types.Function):
+        raise errors.TypingError(f"loop: function must be an @njit function or an intrinsic, got {function}")
+    _check_inputs(spec, inputs)
+    into = [_written_into(output, ndim, inputs) for output in spec.outputs]
+    output_types = [_output_type(output, ndim, inputs, k) for output, k in zip(spec.outputs, into)]
+    elements = [t.dtype if isinstance(t, types.Array) else t for t in inputs]
+    function_sig = typingctx.resolve_function_type(function, tuple(elements), {})
+    if function_sig is None:
+        raise errors.TypingError(f"loop: cannot call {function} on {tuple(elements)}")
+    results = function_sig.return_type
+    result_types = list(results) if isinstance(results, types.BaseTuple) else [results]
+    if len(result_types) != len(spec.outputs):
+        raise errors.TypingError(f"loop: {function} returns {results}, not {len(spec.outputs)} values")
+    accumulators = [None if o.reduce is None else from_dtype(o.acc_dtype) for o in spec.outputs]
+    rules = [None if o.reduce is None else combine_rule(o.reduce, acc) for o, acc in zip(spec.outputs, accumulators)]
+    return_type = types.Tuple(output_types)
+
+    def emit(context, builder, inputs_value):
+        values = [builder.extract_value(inputs_value, k) for k in range(len(inputs))]
+        arrays = {
+            k: _Array(context, builder, t, v)
+            for k, (t, v) in enumerate(zip(inputs, values))
+            if isinstance(t, types.Array)
+        }
+        shape = _emit_shape(context, builder, arrays, spec)
+        outputs = [
+            None if o.reduce is not None else arrays[k] if k is not None else _Array.new(context, builder, t, shape)
+            for o, k, t in zip(spec.outputs, into, output_types)
+        ]
+        slots = [
+            cgutils.alloca_once_value(builder, context.get_constant(acc, o.identity), name="loop.acc")
+            if o.reduce is not None and not o.partial
+            else None
+            for o, acc in zip(spec.outputs, accumulators)
+        ]
+        kept = [None if not o.partial else [d for d in range(ndim) if d not in o.axes] for o in spec.outputs]
+        for j, o in enumerate(spec.outputs):
+            if o.partial:
+                outputs[j] = _Array.new(context, builder, output_types[j], [shape[d] for d in kept[j]])
+                identity = context.get_constant(accumulators[j], o.identity)
+                with cgutils.loop_nest(builder, outputs[j].shapes, _INTP) as at:
+                    outputs[j].store(context, builder, at, identity)
+        impl = context.get_function(function, function_sig)
+        with cgutils.loop_nest(builder, shape, _INTP) as indices:
+            arguments = [
+                arrays[k].load(context, builder, indices, spec.broadcastable[k]) if k in arrays else v
+                for k, v in enumerate(values)
+            ]
+            result = impl(builder, _call_arguments(context, builder, arguments, elements, function_sig.args))
+            items = (
+                [builder.extract_value(result, j) for j in range(len(result_types))]
+                if isinstance(results, types.BaseTuple)
+                else [result]
+            )
+            for j, (item, item_type) in enumerate(zip(items, result_types)):
+                if kept[j] is not None:
+                    at = [indices[d] for d in kept[j]]
+                    value = context.cast(builder, item, item_type, accumulators[j])
+                    total = rules[j](context, builder, outputs[j].load(context, builder, at, None), value)
+                    outputs[j].store(context, builder, at, total)
+                elif outputs[j] is not None:
+                    dtype = output_types[j].dtype
+                    outputs[j].store(context, builder, indices, context.cast(builder, item, item_type, dtype))
+                else:
+                    value = context.cast(builder, item, item_type, accumulators[j])
+                    builder.store(rules[j](context, builder, builder.load(slots[j]), value), slots[j])
+        returned = []
+        for j, (o, t) in enumerate(zip(spec.outputs, output_types)):
+            if into[j] is not None:
+                # the input's array, handed out once more
+                context.nrt.incref(builder, t, values[into[j]])
+                returned.append(values[into[j]])
+            elif o.reduce is None or o.partial:
+                returned.append(outputs[j].value)
+            else:
+                total = context.cast(builder, builder.load(slots[j]), accumulators[j], from_dtype(o.dtype))
+                if not o.scalar:
+                    cell = _Array.new(context, builder, t, [])
+                    cell.store(context, builder, [], total)
+                    total = cell.value
+                returned.append(total)
+        return context.make_tuple(builder, return_type, returned)
+
+    return return_type, emit
+
+
+def _check_spec(spec: LoopSpec) -> None:
     if all(b is None for b in spec.broadcastable):
         raise ValueError("loop_intrinsic: a loop needs at least one array input")
-    ndim = spec.ndim
+
+
+def loop_intrinsic(spec: LoopSpec):
+    """The intrinsic ``loop(function, inputs)`` running ``spec``'s loop: a tuple of one value per output."""
+    _check_spec(spec)
 
     @intrinsic
     def loop(typingctx, function, inputs):
-        if not isinstance(function, types.Dispatcher):
-            raise errors.TypingError(f"loop: function must be an @njit function, got {function}")
-        _check_inputs(spec, inputs)
-        into = [_written_into(output, ndim, inputs) for output in spec.outputs]
-        output_types = [_output_type(output, ndim, inputs, k) for output, k in zip(spec.outputs, into)]
-        elements = [t.dtype if isinstance(t, types.Array) else t for t in inputs]
-        function_sig = typingctx.resolve_function_type(function, tuple(elements), {})
-        if function_sig is None:
-            raise errors.TypingError(f"loop: cannot call {function} on {tuple(elements)}")
-        results = function_sig.return_type
-        result_types = list(results) if isinstance(results, types.BaseTuple) else [results]
-        if len(result_types) != len(spec.outputs):
-            raise errors.TypingError(f"loop: {function} returns {results}, not {len(spec.outputs)} values")
-        accumulators = [None if o.reduce is None else from_dtype(o.acc_dtype) for o in spec.outputs]
-        rules = [
-            None if o.reduce is None else combine_rule(o.reduce, acc) for o, acc in zip(spec.outputs, accumulators)
-        ]
-        return_type = types.Tuple(output_types)
-
-        def emit(context, builder, inputs_value):
-            values = [builder.extract_value(inputs_value, k) for k in range(len(inputs))]
-            arrays = {
-                k: _Array(context, builder, t, v)
-                for k, (t, v) in enumerate(zip(inputs, values))
-                if isinstance(t, types.Array)
-            }
-            shape = _emit_shape(context, builder, arrays, spec)
-            outputs = [
-                None if o.reduce is not None else arrays[k] if k is not None else _Array.new(context, builder, t, shape)
-                for o, k, t in zip(spec.outputs, into, output_types)
-            ]
-            slots = [
-                cgutils.alloca_once_value(builder, context.get_constant(acc, o.identity), name="loop.acc")
-                if o.reduce is not None and not o.partial
-                else None
-                for o, acc in zip(spec.outputs, accumulators)
-            ]
-            kept = [None if not o.partial else [d for d in range(ndim) if d not in o.axes] for o in spec.outputs]
-            for j, o in enumerate(spec.outputs):
-                if o.partial:
-                    outputs[j] = _Array.new(context, builder, output_types[j], [shape[d] for d in kept[j]])
-                    identity = context.get_constant(accumulators[j], o.identity)
-                    with cgutils.loop_nest(builder, outputs[j].shapes, _INTP) as at:
-                        outputs[j].store(context, builder, at, identity)
-            impl = context.get_function(function, function_sig)
-            with cgutils.loop_nest(builder, shape, _INTP) as indices:
-                arguments = [
-                    arrays[k].load(context, builder, indices, spec.broadcastable[k]) if k in arrays else v
-                    for k, v in enumerate(values)
-                ]
-                result = impl(builder, _call_arguments(context, builder, arguments, elements, function_sig.args))
-                items = (
-                    [builder.extract_value(result, j) for j in range(len(result_types))]
-                    if isinstance(results, types.BaseTuple)
-                    else [result]
-                )
-                for j, (item, item_type) in enumerate(zip(items, result_types)):
-                    if kept[j] is not None:
-                        at = [indices[d] for d in kept[j]]
-                        value = context.cast(builder, item, item_type, accumulators[j])
-                        total = rules[j](context, builder, outputs[j].load(context, builder, at, None), value)
-                        outputs[j].store(context, builder, at, total)
-                    elif outputs[j] is not None:
-                        dtype = output_types[j].dtype
-                        outputs[j].store(context, builder, indices, context.cast(builder, item, item_type, dtype))
-                    else:
-                        value = context.cast(builder, item, item_type, accumulators[j])
-                        builder.store(rules[j](context, builder, builder.load(slots[j]), value), slots[j])
-            returned = []
-            for j, (o, t) in enumerate(zip(spec.outputs, output_types)):
-                if into[j] is not None:
-                    # the input's array, handed out once more
-                    context.nrt.incref(builder, t, values[into[j]])
-                    returned.append(values[into[j]])
-                elif o.reduce is None or o.partial:
-                    returned.append(outputs[j].value)
-                else:
-                    total = context.cast(builder, builder.load(slots[j]), accumulators[j], from_dtype(o.dtype))
-                    if not o.scalar:
-                        cell = _Array.new(context, builder, t, [])
-                        cell.store(context, builder, [], total)
-                        total = cell.value
-                    returned.append(total)
-            return context.make_tuple(builder, return_type, returned)
+        return_type, emit = _typed_loop(spec, typingctx, function, inputs)
 
         def codegen(context, builder, signature, args):
             # A function of its own, so that numba prunes its references to the inputs around the call.
@@ -269,3 +281,31 @@ def loop_intrinsic(spec: LoopSpec):
         return return_type(function, inputs), codegen
 
     return loop
+
+
+def node_loop_intrinsic(spec: LoopSpec, function):
+    """The intrinsic ``node(*inputs)``: ``loop_intrinsic(spec)``'s ``loop(function, inputs)``, or its one
+    value when the loop has one output. ``function`` is the scalar function: an ``@njit`` function, or an
+    intrinsic, whose code is then emitted in the loop's.
+
+    A graph function calling it emits the loop in its own module. An ``@njit`` function around ``loop``
+    would be a module of its own, which numba optimizes and compiles to machine code before linking it into
+    the graph's, where LLVM optimizes and compiles it again."""
+    _check_spec(spec)
+    single = len(spec.outputs) == 1
+
+    @intrinsic
+    def node(typingctx, *inputs):
+        arguments = types.StarArgTuple(inputs)
+        return_type, emit = _typed_loop(spec, typingctx, typingctx.resolve_value_type(function), arguments)
+
+        def codegen(context, builder, signature, args):
+            def emit_body(body_builder, decoded):
+                result = emit(context, body_builder, decoded[0])
+                return body_builder.extract_value(result, 0) if single else result
+
+            return call_as_function(context, builder, signature, args, emit_body, "llvm_loop")
+
+        return (return_type[0] if single else return_type)(arguments), codegen
+
+    return node

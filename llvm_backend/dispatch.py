@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from hashlib import sha256
 
+from numba.core.extending import _Intrinsic
 from pytensor import config
 from pytensor.link.numba.cache import compile_numba_function_src
 from pytensor.link.numba.dispatch.basic import (
@@ -39,7 +40,7 @@ __all__ = [
 ]
 
 # Bump when any lowering's generated code changes, so stale on-disk cache entries are not reused.
-CODEGEN_VERSION = 16
+CODEGEN_VERSION = 17
 
 MAX_ITEMS = 30
 """The widest call or tuple display CPython still compiles to a single opcode: past it, the graph function
@@ -138,9 +139,10 @@ def cacheable(jitable, cache_key: str | None):
     key still names the function, for sharing it between nodes).
 
     PyTensor's cache locator only finds functions compiled from registered source, so the
-    function is re-exposed through a one-line generated wrapper registered under the key.
+    function is re-exposed through a one-line generated wrapper registered under the key. An intrinsic is
+    returned as it is: it has no code of its own, the graph function emits it (and is cached whole).
     """
-    if cache_key is None or not config.numba__cache:
+    if cache_key is None or not config.numba__cache or isinstance(jitable, _Intrinsic):
         return jitable, cache_key
     name = jitable.__name__
     wrapper = compile_numba_function_src(

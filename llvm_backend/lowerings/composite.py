@@ -21,6 +21,11 @@ calls what those functions compute:
 and calls stock's function for every other node. Each call is typed by numba with its operands' types, as in
 stock's functions, so the arithmetic and the values are stock's. Outside the LLVM mode (`lowering_composites`
 not active) stock's lowering runs unchanged.
+
+A Composite node of a graph, and the scalar function of a loop over one (`llvm_backend.lowerings.loops`), is
+`composite_intrinsic`'s: the plan emitted where it is called, in the graph function's module, with no
+function of its own. `numba_funcify_Composite` (an ``@njit`` function) serves stock's lowerings, which need
+a dispatcher.
 """
 
 import itertools
@@ -31,6 +36,9 @@ from dataclasses import dataclass
 from hashlib import sha256
 
 import numpy as np
+from numba import typeof
+from numba.core import types
+from numba.extending import intrinsic
 from pytensor.link.numba.cache import compile_numba_function_src
 from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.basic import numba_funcify_and_cache_key, register_funcify_and_cache_key
@@ -38,8 +46,9 @@ from pytensor.scalar.basic import Add, Composite, Mul, ScalarOp, Switch
 
 from intrinsics.graph import GraphPlan, PlanCall, graph_intrinsic
 from intrinsics.select import select
+from llvm_backend.dispatch import register_lowering
 
-__all__ = ["COMPOSITE_VERSION", "CompositeBody", "composite_body", "lowering_composites"]
+__all__ = ["COMPOSITE_VERSION", "CompositeBody", "composite_body", "composite_intrinsic", "lowering_composites"]
 
 COMPOSITE_VERSION = 4
 """Part of every cache key of a Composite lowered here: bump it when the generated source changes."""
@@ -164,6 +173,46 @@ def composite_body(op: Composite, **kwargs) -> CompositeBody:
 def _text(reference) -> str:
     kind, index = reference
     return f"{kind}{index}"
+
+
+def composite_intrinsic(op: Composite, **kwargs):
+    """``(intrinsic, cache key)``: the intrinsic ``composite(*inputs)`` computing what the function of
+    `numba_funcify_Composite` computes (its one output, or the tuple of them), emitted where it is called.
+
+    A loop over the Composite (`llvm_backend.lowerings.loops`) calls it at each element: its code is then the
+    loop's, and the graph function's, where an ``@njit`` function would be a module of its own that numba
+    optimizes and compiles to machine code before linking it into the graph's."""
+    kwargs.pop("storage_map", None)
+    body = composite_body(op, **kwargs)
+    run = graph_intrinsic(body.plan)
+    constant_types = [typeof(value) for value in body.constants]
+    single = len(op.fgraph.outputs) == 1
+
+    @intrinsic
+    def composite(typingctx, *inputs):
+        arguments = types.Tuple([*inputs, *constant_types])
+        run_type = typingctx.resolve_value_type(run)
+        run_signature = typingctx.resolve_function_type(run_type, (arguments,), {})
+        returned = run_signature.return_type
+        star = types.StarArgTuple(inputs)
+
+        def codegen(context, builder, signature, args):
+            [packed] = args
+            values = [builder.extract_value(packed, k) for k in range(len(inputs))]
+            values += [context.get_constant_generic(builder, t, v) for t, v in zip(constant_types, body.constants)]
+            result = context.get_function(run_type, run_signature)(
+                builder, [context.make_tuple(builder, arguments, values)]
+            )
+            return builder.extract_value(result, 0) if single else result
+
+        return (returned[0] if single else returned)(star), codegen
+
+    return composite, body.key
+
+
+@register_lowering(Composite, graph_intrinsic)
+def lower_composite(op, node, **kwargs):
+    return composite_intrinsic(op, **kwargs)
 
 
 @register_funcify_and_cache_key(Composite)

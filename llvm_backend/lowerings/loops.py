@@ -5,10 +5,10 @@ Stock lowers each through numba's generated-source vectorize machinery (``_vecto
 `FusedElemwise` a generated implementation around it). Ours emits the loop directly: the scalar function of
 the node's `Composite` (`llvm_backend.lowerings.composite`'s plan under the LLVM mode) called at each
 element, scalar inputs read once, each full reduction in an accumulator LLVM keeps in a register. For
-``FusedElemwise{Composite{...}, reduce[add@(0,)]}(x, s)`` the node function is::
-
-    def fused_elemwise(*inputs):
-        return loop(scalar_function, inputs)  # loop = loop_intrinsic(LoopSpec(((False,), None), ...))
+``FusedElemwise{Composite{...}, reduce[add@(0,)]}(x, s)`` the node function is the intrinsic
+``node_loop_intrinsic(LoopSpec(((False,), None), ...), scalar_function)``, which the graph function calls as
+``node(x, s)`` and emits in its own module: the loop is optimized and compiled once, in the graph. A
+Composite's scalar function is `composite_intrinsic`'s, emitted in the loop too.
 
 An in-place output is written into the input the node destroys, which it returns; a reduction over some
 axes accumulates in its output array. Nodes it does not take keep stock's function: indexed reads or writes
@@ -19,14 +19,16 @@ reduced output.
 
 import numpy as np
 from numba.core.dispatcher import Dispatcher
+from numba.core.extending import _Intrinsic
 from pytensor.link.numba.dispatch.basic import numba_funcify_and_cache_key, numba_njit
-from pytensor.scalar import ScalarType
+from pytensor.scalar import Composite, ScalarType
 from pytensor.tensor.elemwise import Elemwise
 from pytensor.tensor.rewriting.fused_elemwise import FusedElemwise
 from pytensor.tensor.rewriting.scalarize import ScalarizedElemwise
 
-from intrinsics.loops import LoopOutput, LoopSpec, loop_intrinsic
+from intrinsics.loops import LoopOutput, LoopSpec, node_loop_intrinsic
 from llvm_backend.dispatch import lowering_cache_key, register_lowering
+from llvm_backend.lowerings.composite import composite_intrinsic
 from llvm_backend.lowerings.reduction import REDUCTION_OPS, reduces_kinds, reduction_identity
 
 __all__ = ["loop_spec", "lower_loop", "lowers_loop"]
@@ -100,29 +102,20 @@ def lowers_loop(node) -> bool:
     return loop_spec(node) is not None
 
 
-@register_lowering(Elemwise, loop_intrinsic, when=lowers_loop)
-@register_lowering(ScalarizedElemwise, loop_intrinsic, when=lowers_loop)
-@register_lowering(FusedElemwise, loop_intrinsic, when=lowers_loop)
+@register_lowering(Elemwise, node_loop_intrinsic, when=lowers_loop)
+@register_lowering(ScalarizedElemwise, node_loop_intrinsic, when=lowers_loop)
+@register_lowering(FusedElemwise, node_loop_intrinsic, when=lowers_loop)
 def lower_loop(op, node, **kwargs):
     spec = loop_spec(node)
     elemwise = _elemwise(node)
-    scalar_node = elemwise.op.make_scalar_node(*elemwise.inputs)
-    scalar_function, scalar_key = numba_funcify_and_cache_key(elemwise.op.scalar_op, node=scalar_node, **kwargs)
-    loop = loop_intrinsic(spec)
-    if not isinstance(scalar_function, Dispatcher):
-        scalar_function = numba_njit(scalar_function)
-    if len(node.outputs) == 1:
-
-        @numba_njit
-        def elemwise_loop(*inputs):
-            return loop(scalar_function, inputs)[0]
-
+    scalar_op = elemwise.op.scalar_op
+    if isinstance(scalar_op, Composite):
+        scalar_function, scalar_key = composite_intrinsic(scalar_op, **kwargs)
     else:
-
-        @numba_njit
-        def elemwise_loop(*inputs):
-            return loop(scalar_function, inputs)
-
+        scalar_node = elemwise.op.make_scalar_node(*elemwise.inputs)
+        scalar_function, scalar_key = numba_funcify_and_cache_key(scalar_op, node=scalar_node, **kwargs)
+    if not isinstance(scalar_function, Dispatcher | _Intrinsic):
+        scalar_function = numba_njit(scalar_function)
     # The scalar function's key says what the Elemwise's scalar op computes, the spec all the rest.
     key = None if scalar_key is None else lowering_cache_key(op, use_props=False, loop=repr(spec), scalar=scalar_key)
-    return elemwise_loop, key
+    return node_loop_intrinsic(spec, scalar_function), key

@@ -2,9 +2,10 @@ import llvmlite.binding as llvm
 import numpy as np
 import pytest
 from numba import njit
-from numba.core import errors
+from numba.core import errors, types
+from numba.extending import intrinsic
 
-from intrinsics.loops import LoopOutput, LoopSpec, loop_intrinsic
+from intrinsics.loops import LoopOutput, LoopSpec, loop_intrinsic, node_loop_intrinsic
 from llvm_backend.tools.measure import function_text
 
 F8 = np.dtype("float64")
@@ -25,6 +26,11 @@ def _run(spec, function):
 @njit
 def affine(x, s, b):
     return x * s + b, x * x
+
+
+@njit
+def sum_of_squares(x, s, b):
+    return x * x
 
 
 def test_map_and_reduce_over_broadcast_and_scalar_inputs():
@@ -54,6 +60,40 @@ def test_a_star_args_function_takes_its_values_as_one_tuple():
     spec = LoopSpec(((False,), None), (MAP,))
     (y,) = _run(spec, product)(np.arange(4.0), 3.0)
     np.testing.assert_array_equal(y, [0.0, 3.0, 6.0, 9.0])
+
+
+def test_the_node_loop_is_the_loop_as_a_function_of_the_inputs():
+    two = LoopSpec(((False, False), None, (True, False)), (MAP, SUM))
+    one = LoopSpec(((False, False), None, (True, False)), (SUM,))
+    node_two, node_one = node_loop_intrinsic(two, affine), node_loop_intrinsic(one, sum_of_squares)
+
+    @njit
+    def run(x, s, b):
+        return node_two(x, s, b), node_one(x, s, b)
+
+    x, b = np.arange(6.0).reshape(2, 3), np.array([[1.0, 2.0, 3.0]])
+    (y, total), alone = run(x, 2.0, b)
+    want_y, want_total = _run(two, affine)(x, 2.0, b)
+    np.testing.assert_array_equal(y, want_y)
+    assert total == want_total == alone  # one output: the value itself, not a tuple of it
+
+
+@intrinsic
+def _halved(typingctx, value):
+    def codegen(context, builder, signature, args):
+        return builder.fmul(args[0], context.get_constant(types.float64, 0.5))
+
+    return types.float64(types.float64), codegen
+
+
+def test_the_node_loop_emits_an_intrinsic_scalar_function_in_its_own_code():
+    node = node_loop_intrinsic(LoopSpec(((False,),), (MAP,)), _halved)
+
+    @njit
+    def run(x):
+        return node(x)
+
+    np.testing.assert_array_equal(run(np.arange(4.0)), np.arange(4.0) * 0.5)
 
 
 def test_disagreeing_shapes_raise_before_anything_is_made():

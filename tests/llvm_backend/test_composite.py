@@ -14,6 +14,7 @@ from pytensor import config
 from pytensor.link.numba.dispatch.basic import numba_funcify_and_cache_key
 from pytensor.scalar import Composite
 from pytensor.tensor.elemwise import Elemwise
+from pytensor.tensor.rewriting.scalarize import ScalarizedElemwise
 
 import llvm_backend  # noqa: F401
 from llvm_backend.lowerings.composite import composite_body, lowering_composites
@@ -88,7 +89,8 @@ def _compiled_per_mode(monkeypatch, inputs, output, values) -> tuple[Counter, Co
 
 def test_a_composite_is_typed_as_one_function(monkeypatch):
     """Under stock, every inner node is a separate jitted function, typed and compiled at its call; here the
-    Composite is one: compiling a 40-multiplication Composite compiles one scalar function, not 40 more."""
+    Composite is one body, emitted in its loop: compiling a 40-multiplication Composite compiles no scalar
+    function, where stock compiles 40 or more."""
     xs = pt.dvectors(*(f"x{i}" for i in range(6)))
     out = xs[0]
     for i in range(40):
@@ -96,19 +98,19 @@ def test_a_composite_is_typed_as_one_function(monkeypatch):
     stock, ours = _compiled_per_mode(monkeypatch, xs, out, [np.full(3, 0.01) for _ in xs])
     assert stock["multiply"] + stock["mul"] >= 40, stock
     assert ours["multiply"] + ours["mul"] + ours["exp"] + ours["add"] == 0, ours
-    assert ours["composite"] == 1, ours
+    assert ours["composite"] == 0 and ours["llvm_graph_fn"] == 1, ours
 
 
 def test_switches_compile_no_function_of_their_own(monkeypatch):
     """A model's bounds checks: under stock every Switch of a Composite is a ``switch`` function compiled at its
-    call; here they are ``select`` calls in the one ``composite`` function."""
+    call; here they are ``select`` calls in the Composite's body."""
     xs = pt.dvectors(*(f"x{i}" for i in range(4)))
     terms = [pt.switch(pt.ge(xs[i], 0), pt.log(xs[i] + 1) * xs[(i + 1) % 4], -np.inf) for i in range(4)]
     out = pt.add(*terms)
     values = [np.array([0.5, -1.0, 2.0]) * (i + 1) for i in range(4)]
     stock, ours = _compiled_per_mode(monkeypatch, xs, out, values)
     assert stock["switch"] >= 4, stock
-    assert ours["switch"] == 0 and ours["composite"] == 1, ours
+    assert ours["switch"] == 0 and ours["composite"] == 0, ours
     compare_llvm_numba_and_py(xs, out, values)
 
 
@@ -211,3 +213,34 @@ def test_a_nested_multi_output_composite_is_one_call_unpacked():
         results = pytensor.function([xs, ys], outputs, mode=mode)(*values)
         for got, want in zip(results, expected, strict=True):
             np.testing.assert_allclose(got, want, rtol=1e-12, err_msg=mode)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "float32", "float64"])
+def test_composites_are_emitted_in_the_graph_function(monkeypatch, dtype):
+    """A Composite on scalars (a node of the graph) and one in an Elemwise loop compile no function of their
+    own: their code is written into the graph function's, with their constants (a narrow dtype's casts take
+    it as one)."""
+    a, b = pt.scalar("a", dtype=dtype), pt.scalar("b", dtype=dtype)
+    x = pt.vector("x", dtype=dtype)
+    outputs = [a * b + a * 3, (x * a + b) * x - 2]
+    values = [np.array(3, dtype=dtype), np.array(2, dtype=dtype), np.arange(5).astype(dtype)]
+    compiled = Counter()
+    compile_ = dispatcher.Dispatcher.compile
+
+    def counting(self, sig):
+        compiled[self.py_func.__name__] += 1
+        return compile_(self, sig)
+
+    monkeypatch.setattr(dispatcher.Dispatcher, "compile", counting)
+    with config.change_flags(numba__cache=False):
+        fn = pytensor.function([a, b, x], outputs, mode="LLVM")
+        fn(*values)
+    ops = [type(n.op) for n in fn.maker.fgraph.apply_nodes]
+    if dtype == "float64":  # scalarized: a Composite node of the graph beside the loop
+        assert Composite in ops and ScalarizedElemwise in ops, ops
+    else:
+        assert [
+            isinstance(n.op, Elemwise) and isinstance(n.op.scalar_op, Composite) for n in fn.maker.fgraph.apply_nodes
+        ].count(True) == 2, ops
+    assert compiled["llvm_graph_fn"] == 1 and not {"composite", "elemwise_loop"} & set(compiled), compiled
+    compare_llvm_numba_and_py([a, b, x], outputs, values)

@@ -139,13 +139,14 @@ def test_kernel_only_ir_is_the_kernel_function(doubled):
 
 
 def test_kernel_only_ir_of_the_llvm_mode_holds_the_function_of_the_graphs_calls():
-    """The graph intrinsic emits the calls in a module-local function: kernel-only IR shows it beside the
-    kernel until LLVM inlines it."""
+    """The graph intrinsic emits the calls in a module-local function, the loop of the Elemwise in another and
+    its Composite's body in a third: kernel-only IR shows them beside the kernel until LLVM inlines them."""
     x = pt.dvector("x")
     inspection = Inspection(pytensor.function([x], pt.exp(x) * 2, mode="LLVM"))
     text = inspection.text("llvm", kernel_only=True)
-    assert text.count("define ") == 2 and "@llvm_graph_body(" in text
-    assert inspection.stats("llvm", kernel_only=True).functions == 2
+    assert text.count("define ") == 4 and "@llvm_graph_body(" in text and "@llvm_loop(" in text
+    assert "@llvm_graph_body.1(" in text
+    assert inspection.stats("llvm", kernel_only=True).functions == 4
     assert inspection.stats("llvm-opt", kernel_only=True).functions == 1
 
 

@@ -69,7 +69,7 @@ def test_allocations_count_every_intermediate_buffer():
     "mode, graph_fn, work",
     [
         ("NUMBA", "numba_funcified_fgraph", "fmul"),  # the graph's own x * 2, inlined into the kernel
-        ("LLVM", "llvm_graph_fn", "elemwise_loop"),  # the call of our loop's node function
+        ("LLVM", "llvm_graph_fn", "fmul"),  # our loop's x * 2, emitted in the graph function
     ],
 )
 def test_kernel_ir_is_the_real_kernel_not_the_cache_stub(doubled, mode, graph_fn, work):

@@ -92,8 +92,7 @@ def address_call(dispatcher):
             status = call_conv._get_return_status(builder, code, builder.load(excinfo))
             with cgutils.if_unlikely(builder, status.is_error):
                 raise_status(context, builder, status)
-            result = context.get_returned_value(builder, fndesc.restype, builder.load(returned))
-            return result
+            return context.get_returned_value(builder, fndesc.restype, builder.load(returned))
 
         def codegen(context, builder, signature, args):
             return call_as_function(

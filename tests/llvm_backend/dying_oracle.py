@@ -9,7 +9,7 @@ import time
 
 import numpy as np
 
-from llvm_backend.tools.fuzz.oracle import report_stage
+from llvm_backend.tools.fuzz.oracle import JUDGING, report_stage
 from llvm_backend.tools.fuzz.runner import check_spec
 
 _checked = 0
@@ -47,4 +47,4 @@ def _hang(stage: str, grow: bool = False):
 check = _on_second_graph(_abort)
 hang_under_stock = _on_second_graph(_hang("NUMBA"))
 grow_under_stock = _on_second_graph(_hang("NUMBA", grow=True))
-hang_judging_llvm = _on_second_graph(_hang("NUMBA, to judge LLVM's disagreement with py"))
+hang_judging_llvm = _on_second_graph(_hang(JUDGING))

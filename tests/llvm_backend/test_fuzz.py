@@ -78,11 +78,14 @@ def test_isolated_run_stops_a_graph_stock_numba_hangs_on_and_records_it_as_stock
     assert not (tmp_path / PENDING).exists()
 
 
-def test_isolated_run_counts_a_hang_of_stock_judging_llvm_as_a_crash(tmp_path, importable_tests):
+def test_isolated_run_counts_a_hang_of_stock_judging_llvm_as_unjudged(tmp_path, importable_tests):
     check = "tests.llvm_backend.dying_oracle:hang_judging_llvm"
     summary = run_isolated(0, graphs=3, out=tmp_path, check=check, graph_seconds=5)
-    assert [kind for kind, _ in summary.failures] == ["crash"], summary.format()
+    assert [kind for kind, _ in summary.failures] == ["unjudged"], summary.format()
+    assert (summary.unjudged, summary.crashes) == (1, 0)
+    assert summary.failures[0][1].name.startswith("unjudged-")
     assert "to judge LLVM's disagreement" in summary.failures[0][1].read_text()
+    assert "unjudged: 1" in summary.format()
 
 
 def test_isolated_run_reports_a_worker_that_fails_outside_any_graph(tmp_path, importable_tests):

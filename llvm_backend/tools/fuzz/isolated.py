@@ -9,8 +9,9 @@ stopped for spending more than ``graph_seconds`` on one mode's compile and call 
 ``crash-<hash>.py`` reproducer carrying the child's last words and the mode, and a new child goes on under the
 next hypothesis seed. Under stock NUMBA (which compiled a Join of 227 entries for 8 minutes and 17 GB, inside
 LLVM's loop strength reduction, where LLVM took 5 s) it is a stock discrepancy, unless stock was compiled to
-judge a disagreement of LLVM's with the py linker, which stays unexplained; under LLVM or the py linker it is
-a crash. A graph that kills the process is not shrunk (shrinking replays it in the dying process).
+judge a disagreement of LLVM's with the py linker: that disagreement stays unexplained, an ``unjudged``
+failure (``unjudged-<hash>.py``); under LLVM or the py linker it is a crash. A graph that kills the process
+is not shrunk (shrinking replays it in the dying process).
 """
 
 import importlib
@@ -27,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from llvm_backend.tools.fuzz.oracle import reporting_stages
+from llvm_backend.tools.fuzz.oracle import JUDGING, reporting_stages
 from llvm_backend.tools.fuzz.reproducer import write_crash
 from llvm_backend.tools.fuzz.runner import PENDING, Summary, check_spec, run
 
@@ -108,6 +109,8 @@ def run_isolated(
                 summary.stock.append(
                     (f"stock NUMBA: the process {cause}", write_crash(out / "stock", pending.read_text(), how))
                 )
+            elif end.stage == JUDGING:
+                summary.failures.append(("unjudged", write_crash(out, pending.read_text(), how, "unjudged")))
             else:
                 summary.failures.append(("crash", write_crash(out, pending.read_text(), how)))
             pending.unlink()

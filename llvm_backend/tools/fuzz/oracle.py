@@ -26,6 +26,7 @@ from pytensor.compile.mode import Mode
 from llvm_backend.tools.testing import value_kind
 
 __all__ = [
+    "JUDGING",
     "PY",
     "TOLERANCES",
     "Finding",
@@ -39,6 +40,9 @@ __all__ = [
 ]
 
 PY = Mode(linker="py")
+
+JUDGING = "NUMBA, to judge LLVM's disagreement with py"
+"""The stage named while stock compiles a graph to judge whether LLVM's disagreement is stock's too."""
 
 TOLERANCES = {np.dtype("float32"): 1e-3, np.dtype("float64"): 1e-7}
 """Relative tolerance per float dtype; the absolute one is the same times the largest finite magnitude
@@ -269,8 +273,7 @@ def check(inputs, outputs, values: Callable[[], list], stock: bool = True) -> Ou
         # Only what LLVM disagrees on (every output where it raised): a smaller graph for stock, which took
         # minutes and gigabytes over whole wide graphs. Dying or hanging here is not stock's to own.
         judged_outputs = outputs if judged is None else [outputs[i] for i in judged]
-        stage = "NUMBA, to judge LLVM's disagreement with py"
-        runs["NUMBA"] = _run("NUMBA", inputs, judged_outputs, values, stage)
+        runs["NUMBA"] = _run("NUMBA", inputs, judged_outputs, values, JUDGING)
     elif stock:
         runs["NUMBA"] = _run("NUMBA", inputs, outputs, values, "NUMBA")
     findings = _classify(runs, judged)

@@ -46,11 +46,11 @@ def write_reproducer(directory: Path, kind: str, spec: GraphSpec, outcome: Outco
     return path
 
 
-def write_crash(directory: Path, pending: str, message: str) -> Path:
-    """Write ``pending`` (a reproducer written before its graph was checked) as ``crash-<hash>.py`` in
+def write_crash(directory: Path, pending: str, message: str, kind: str = "crash") -> Path:
+    """Write ``pending`` (a reproducer written before its graph was checked) as ``<kind>-<hash>.py`` in
     ``directory``, what the oracle found replaced by ``message`` (how the process died), and return its path."""
     directory.mkdir(parents=True, exist_ok=True)
     source = pending.replace(NOT_CHECKED, message.replace('"""', "'''"), 1)
-    path = directory / f"crash-{hashlib.sha256(pending.encode()).hexdigest()[:12]}.py"
+    path = directory / f"{kind}-{hashlib.sha256(pending.encode()).hexdigest()[:12]}.py"
     path.write_text(source)
     return path

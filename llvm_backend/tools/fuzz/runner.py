@@ -152,6 +152,11 @@ class Summary:
     def crashes(self) -> int:
         return sum(kind == "crash" for kind, _ in self.failures)
 
+    @property
+    def unjudged(self) -> int:
+        """LLVM disagreed with the py linker, and stock NUMBA, compiled to judge, died or was stopped."""
+        return sum(kind == "unjudged" for kind, _ in self.failures)
+
     def record(self, spec: GraphSpec, outcome: Outcome, hoists: Counter) -> None:
         self.graphs += 1
         self.invalid += outcome.invalid
@@ -192,7 +197,7 @@ class Summary:
     def status(self) -> str:
         return (
             f"fuzz: {self.graphs} graphs, {self.mismatches} mismatches, {self.crashes} crashes, "
-            f"{len(self.stock)} stock discrepancies, {self.seconds:.0f} s"
+            f"{self.unjudged} unjudged, {len(self.stock)} stock discrepancies, {self.seconds:.0f} s"
         )
 
     def format(self) -> str:
@@ -203,7 +208,10 @@ class Summary:
                 f"llvm-backend fuzz: seed {self.seed}, {self.graphs} graphs in {self.seconds:.0f} s "
                 f"({self.invalid} invalid, {self.without_stock} wide ones without stock NUMBA)"
             ),
-            f"mismatches: {self.mismatches}  crashes: {self.crashes}  stock discrepancies: {len(self.stock)}",
+            (
+                f"mismatches: {self.mismatches}  crashes: {self.crashes}  unjudged: {self.unjudged}  "
+                f"stock discrepancies: {len(self.stock)}"
+            ),
             "node families (graphs): " + ", ".join(f"{f} {self.families[f]}" for f in FAMILIES),
             "lowered or rewritten by the LLVM mode (graphs): "
             + ", ".join(f"{name} {self.tracked[name]}" for name in covered),

@@ -41,7 +41,7 @@ def test_a_case_whose_extra_is_missing_is_skipped_with_a_message():
 def test_nutpie_end_to_end_under_llvm():
     measured = cold_call("llvm_backend_bench.pymc_models:nutpie_job", "eight_schools", "LLVM", warm=True)
     assert measured["compile_s"] > 0 and measured["sample_s"] > 0 and measured["warm_compile_s"] > 0
-    assert 0 < measured["us_per_gradient"] < measured["sample_s"] * 1e6
+    assert 0 < measured["us_per_gradient"] < measured["sample_s"] * 1e6 / measured["gradients"] * 10
     assert np.isclose(measured["seconds"], measured["compile_s"] + measured["sample_s"], rtol=0.05)
     rows = [{"case": "pymc/eight_schools", "backend": "LLVM", **measured}]
     assert "| pymc/eight_schools | LLVM |" in format_bench_table(

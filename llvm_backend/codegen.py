@@ -78,6 +78,8 @@ FREEZE_LIMIT = 10**6
 
 def tuple_source(names: list[str]) -> str:
     """A tuple display of ``names`` with no more than ``MAX_ITEMS`` items per display."""
+    if not names:
+        return "()"
     if len(names) <= MAX_ITEMS:
         return f"({', '.join(names)},)"
     groups = [tuple_source(names[i : i + MAX_ITEMS]) for i in range(0, len(names), MAX_ITEMS)]

@@ -242,3 +242,8 @@ def test_like_nodes_on_packed_inputs_are_one_loop_whatever_their_number():
         return unoptimized_ir_size(fn).kernel
 
     assert kernel_size(40) == kernel_size(80)
+
+
+def test_the_tuple_source_of_nothing_is_the_empty_tuple():
+    # the entry of a graph without inputs calls the graph function on it
+    assert eval(tuple_source([])) == ()

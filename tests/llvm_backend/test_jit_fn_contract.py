@@ -36,6 +36,7 @@ def _graphs():
         "strided constant": ([x], [pt.constant(design[:, 1]) * x[0] + x[1]], [np.arange(4.0)]),
         "31 inputs": (many, [pt.add(*many) * 2, pt.concatenate(many)], many_values),
         "35 outputs": ([x], [x * k + k for k in range(35)], [np.arange(3.0)]),
+        "no inputs": ([], [pt.constant(design).sum(axis=0), pt.constant(design)[1:]], []),
     }
 
 

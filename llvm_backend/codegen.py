@@ -248,7 +248,8 @@ class GraphSource:
         outputs = {j: f"result[{d}]" for d, j in enumerate(self.direct_outputs)}
         for g, positions in enumerate(self.output_lists):
             outputs |= {j: f"result[{n_direct + g}][{k}]" for k, j in enumerate(positions)}
-        returned = tuple_source([outputs[j] for j in range(len(outputs))]) if outputs else "()"
+        # stock's graph function of no outputs returns None
+        returned = tuple_source([outputs[j] for j in range(len(outputs))]) if outputs else "None"
         return f"def {name}({', '.join(inputs)}):\n    result = {call}\n    return {returned}\n"
 
     def argument_types(self, input_types: list) -> list:

@@ -137,3 +137,14 @@ def test_a_cached_caller_of_jit_fn_is_compiled_but_not_cached(tmp_path, monkeypa
     with pytest.warns(numba.NumbaWarning, match="dynamic globals"):
         assert caller(np.zeros(4)) == 4.0
     assert not list(tmp_path.rglob("*.nbc"))
+
+
+def test_jit_fn_of_no_outputs_returns_what_stock_returns():
+    x = pt.dvector("x")
+    got = {
+        mode: pytensor.function([x], [], mode=mode, on_unused_input="ignore").vm.jit_fn for mode in ("NUMBA", "LLVM")
+    }
+    value = np.arange(3.0)
+    assert got["NUMBA"](value) is None
+    assert got["LLVM"](value) is None
+    assert _nopython_caller(1)(got["LLVM"], value) is None

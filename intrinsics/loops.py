@@ -34,7 +34,7 @@ from numba.np.numpy_support import from_dtype
 from intrinsics.functions import call_as_function
 from intrinsics.reduction import combine_rule
 
-__all__ = ["LoopOutput", "LoopSpec", "loop_intrinsic"]
+__all__ = ["LoopOutput", "LoopSpec", "loop_intrinsic", "node_loop_intrinsic"]
 
 _INTP = cgutils.intp_t
 

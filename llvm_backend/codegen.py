@@ -46,7 +46,6 @@ __all__ = [
     "NATIVE_SCALARS",
     "GraphSource",
     "PackParam",
-    "call_source",
     "graph_cache_key",
     "graph_source",
     "native_scalar",
@@ -84,13 +83,6 @@ def tuple_source(names: list[str]) -> str:
         return f"({', '.join(names)},)"
     groups = [tuple_source(names[i : i + MAX_ITEMS]) for i in range(0, len(names), MAX_ITEMS)]
     return f"flatten_tuple({tuple_source(groups)})"
-
-
-def call_source(function: str, args: list[str]) -> str:
-    """A call of ``function`` on ``args``; a wide one passes them as one tuple."""
-    if len(args) <= MAX_ITEMS:
-        return f"{function}({', '.join(args)})"
-    return f"{function}(*{tuple_source(args)})"
 
 
 def packed_arguments(node) -> int | None:
@@ -220,11 +212,6 @@ class GraphSource:
     def parameter_scalars(self) -> list[str | None]:
         """Per parameter, the dtype of the native scalar it takes, or None."""
         return [*(self.scalar_sources.get(i) for i in self.direct_sources), *(None for _ in self.packs)]
-
-    @property
-    def hides_arguments(self) -> bool:
-        """Whether the function's parameters or results differ from the graph's inputs and outputs."""
-        return bool(self.packs or self.constant_params or self.output_lists or self.scalar_sources)
 
     def entry_source(self, n_inputs: int, function: str, name: str = "llvm_graph_entry") -> str:
         """A function of the graph's ``n_inputs`` inputs returning its outputs in order, as stock's graph

@@ -1,4 +1,4 @@
-"""Elemwise, ScalarizedElemwise and FusedElemwise -> ``intrinsics.loops.loop_intrinsic``: one loop nest of ours,
+"""Elemwise, ScalarizedElemwise and FusedElemwise -> ``intrinsics.loops.node_loop_intrinsic``: one loop nest of ours,
 the scalar function typed once, full reductions in stack accumulators.
 
 Stock lowers each through numba's generated-source vectorize machinery (``_vectorized``, and for a

@@ -10,7 +10,7 @@ import pytensor.tensor as pt
 import pytest
 
 import llvm_backend  # noqa: F401
-from llvm_backend.codegen import call_source, tuple_source
+from llvm_backend.codegen import tuple_source
 from llvm_backend.dispatch import MAX_ITEMS
 from llvm_backend.tools.measure import allocations_per_call, kernel_ir, uncached_kernel, unoptimized_ir_size
 from llvm_backend.tools.testing import compare_llvm_numba_and_py
@@ -27,15 +27,13 @@ def _widest_display(source: str) -> int:
 
 
 @pytest.mark.parametrize("n", [1, 30, 31, 61, 901, 1000])
-def test_tuple_and_call_sources_stay_narrow_and_keep_order(n):
+def test_tuple_sources_stay_narrow_and_keep_order(n):
     names = [f"x{i}" for i in range(n)]
-    for source in (tuple_source(names), call_source("f", names)):
-        assert _widest_display(source) <= MAX_ITEMS
-        assert [node.id for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Name) and node.id[0] == "x"]
+    source = tuple_source(names)
+    assert _widest_display(source) <= MAX_ITEMS
+    assert [node.id for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Name) and node.id[0] == "x"]
     env = {f"x{i}": i for i in range(n)} | {"flatten_tuple": lambda t: tuple(x for g in t for x in g)}
-    assert eval(tuple_source(names), env) == tuple(range(n))
-    env["f"] = lambda *args: args
-    assert eval(call_source("f", names), env) == tuple(range(n))
+    assert eval(source, env) == tuple(range(n))
 
 
 def _vectors(n):

@@ -19,6 +19,7 @@ import numpy as np
 from llvmlite import ir
 from numba.core import cgutils, errors, types
 from numba.extending import box, intrinsic, models, register_model
+from numba.np import numpy_support
 from numba.np.arrayobj import _empty_nd_impl
 
 from intrinsics.argpack import ArrayPackType
@@ -359,19 +360,31 @@ def _emit_element(context, builder, entry_type, value):
     return context.unpack_value(builder, entry_type.dtype, data, align=align), entry_type.dtype
 
 
-def _emit_vector_join(context, builder, axis, in_types, values, out_type):
+def _emit_vector_join(context, builder, axis, in_types, values, out_type, filled=None):
     """A 1-d join with elements (scalars, 0-d arrays) among its entries.
 
     Each entry's offset is a running sum in straight-line code (an element adds 1, a vector its length), so
     no validation loop is needed; each element is one store at its offset, and only the vectors go through
-    the stack tables and the copy loops (none when every entry is an element)."""
+    the stack tables and the copy loops (none when every entry is an element).
+
+    With ``filled = (k, before, after)``, entry ``k`` is the output itself, the entry already at ``before``
+    (`filled_join`): the other entries are written around it, after checking that they fill exactly the
+    ``before`` and ``after`` elements left to them (else ValueError, before any write)."""
     _emit_normalized_axis(context, builder, axis, 1)
-    vectors = [k for k, entry in enumerate(in_types) if not _is_element(entry)]
+    filled_at = None if filled is None else filled[0]
+    vectors = [k for k, entry in enumerate(in_types) if not _is_element(entry) and k != filled_at]
     position = {k: j for j, k in enumerate(vectors)}
     table = _alloca_table(builder, len(vectors), 1) if vectors else None
     offsets, total = [], _INTP(0)
     for k, (entry_type, value) in enumerate(zip(in_types, values)):
         offsets.append(total)
+        if k == filled_at:
+            out = context.make_array(out_type)(context, builder, value)
+            _, before, after = filled
+            [length] = cgutils.unpack_tuple(builder, out.shape, 1)
+            before_fits = builder.icmp_signed("==", total, _INTP(before))
+            total = builder.sub(length, _INTP(after))
+            continue
         if _is_element(entry_type):
             total = builder.add(total, _INTP(1))
             continue
@@ -379,7 +392,14 @@ def _emit_vector_join(context, builder, axis, in_types, values, out_type):
         _store_entry(context, builder, table, j, entry_type, value)
         builder.store(total, builder.gep(table.offsets, [_INTP(j)]))
         total = builder.add(total, _load_dims(builder, table.shapes, _INTP(j), 1)[0])
-    out = _empty_nd_impl(context, builder, out_type, [total])
+    if filled is None:
+        out = _empty_nd_impl(context, builder, out_type, [total])
+    else:
+        fits = builder.and_(before_fits, builder.icmp_signed("==", total, length))
+        with builder.if_then(builder.not_(fits), likely=False):
+            message = f"Join: the entries around input {filled_at} do not have the lengths its output was made for"
+            context.call_conv.return_user_exc(builder, ValueError, (message,))
+        context.nrt.incref(builder, out_type, out._getvalue())
     for k, (entry_type, value) in enumerate(zip(in_types, values)):
         if _is_element(entry_type):
             element, element_type = _emit_element(context, builder, entry_type, value)
@@ -490,3 +510,34 @@ def linear_join(typingctx, axis, arrays, dtype):
         )
 
     return out_type(axis, arrays, dtype), codegen
+
+
+def filled_join(filled: int, before: int, after: int, dtype: np.dtype):
+    """The intrinsic ``join(*entries)``: a 1-d join whose entry ``filled`` is its output, made by the entry's
+    producer (`intrinsics.loops.LoopOutput.within`): a C-contiguous vector of ``dtype`` holding the entry at
+    elements ``[before, len - after)``. It writes the other entries (scalars, 0-d arrays, vectors) around it
+    and returns it, so the entry is neither allocated on its own nor copied. A graph function calling it
+    emits it in its own module.
+
+    The other entries must fill exactly ``before`` elements before it and ``after`` after it: ValueError,
+    before any write, if they do not."""
+    out_type = types.Array(numpy_support.from_dtype(np.dtype(dtype)), 1, "C")
+
+    @intrinsic
+    def join_around(typingctx, *entries):
+        if not 0 <= filled < len(entries):
+            raise errors.TypingError(f"Join: expected an entry {filled}, got {entries}")
+        if entries[filled] != out_type:
+            raise errors.TypingError(f"Join: entry {filled} must be the output, a {out_type}, got {entries[filled]}")
+        arguments = types.StarArgTuple(entries)
+        _join_ndim(arguments)
+
+        def codegen(context, builder, sig, args):
+            values = cgutils.unpack_tuple(builder, args[0], len(entries))
+            return _emit_vector_join(
+                context, builder, _INTP(0), list(entries), values, out_type, (filled, before, after)
+            )
+
+        return out_type(arguments), codegen
+
+    return join_around

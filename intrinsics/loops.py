@@ -7,8 +7,9 @@ ndim (broadcast as ``spec.broadcastable`` says) and scalars (the same at every e
 Each output (`LoopOutput`) is an array of the loop's shape (C order, or written into an input in place), a
 full reduction of the function's values into an accumulator on the stack, which LLVM keeps in a register,
 handed out as a native scalar or a 0-d array, or a reduction over some axes, accumulated in an array of the
-others. The function is typed once, for the inputs' element types, and called at each element (LLVM inlines
-it). For ``spec.broadcastable = ((False,), None)`` and outputs ``(array float64, sum float64)``, ``loop(f,
+others. An array output of a 1-d loop may also be written within a new, longer vector (a join's output), which
+the loop returns whole. The function is typed once, for the inputs' element types, and called at each element
+(LLVM inlines it). For ``spec.broadcastable = ((False,), None)`` and outputs ``(array float64, sum float64)``, ``loop(f,
 (x, s))`` is, as Python::
 
     n = x.shape[0]
@@ -58,6 +59,10 @@ class LoopOutput:
     axes: tuple[int, ...] | None = None
     """A reduction over these axes only: an array of the other axes (C order), accumulated in place, so its
     ``acc_dtype`` is its ``dtype``. None: over every axis."""
+    within: tuple[int, int] | None = None
+    """``(before, after)``: an array output of a 1-d loop of ``n`` elements written at offset ``before`` of a
+    new vector of ``before + n + after`` elements, which the loop returns whole: the output of a join of the
+    output with entries of those static lengths, which `intrinsics.join.filled_join` writes around it."""
 
     @property
     def partial(self) -> bool:
@@ -87,6 +92,8 @@ def _written_into(output: LoopOutput, ndim: int, inputs) -> int | None:
 
 def _output_type(output: LoopOutput, ndim: int, inputs, into: int | None):
     dtype = from_dtype(output.dtype)
+    if output.within is not None and (ndim != 1 or output.reduce is not None or output.into is not None):
+        raise errors.TypingError(f"loop: only a new array output of a 1-d loop is written within a vector: {output}")
     if into is not None:
         return inputs[into]
     if output.reduce is None:
@@ -153,6 +160,26 @@ class _Array:
         context.pack_value(builder, self.type.dtype, value, self.pointer(context, builder, indices))
 
 
+class _Window(_Array):
+    """Elements ``[before, before + n)`` of a new vector of ``before + n + after`` (``LoopOutput.within``),
+    addressed as an array of ``n``; ``vector`` is the whole vector's value."""
+
+    def __init__(self, context, builder, vector_type, within, n):
+        before, after = within
+        vector = _Array.new(context, builder, vector_type, [builder.add(n, _INTP(before + after))])
+        self.vector = vector.value
+        self.type = vector_type
+        self.data = builder.gep(vector.data, [_INTP(before)])
+        self.shapes = [n]
+        self.strides = vector.strides
+
+
+def _new_output(context, builder, output: LoopOutput, array_type, shape):
+    if output.within is not None:
+        return _Window(context, builder, array_type, output.within, shape[0])
+    return _Array.new(context, builder, array_type, shape)
+
+
 def _call_arguments(context, builder, values, value_types, parameters):
     """``values`` cast to the function's ``parameters``; a ``*args`` function's last parameter is the tuple of
     the values from there on (numba types such a function's signature so)."""
@@ -198,7 +225,7 @@ def _typed_loop(spec: LoopSpec, typingctx, function, inputs):
         }
         shape = _emit_shape(context, builder, arrays, spec)
         outputs = [
-            None if o.reduce is not None else arrays[k] if k is not None else _Array.new(context, builder, t, shape)
+            None if o.reduce is not None else arrays[k] if k is not None else _new_output(context, builder, o, t, shape)
             for o, k, t in zip(spec.outputs, into, output_types)
         ]
         slots = [
@@ -244,6 +271,8 @@ def _typed_loop(spec: LoopSpec, typingctx, function, inputs):
                 # the input's array, handed out once more
                 context.nrt.incref(builder, t, values[into[j]])
                 returned.append(values[into[j]])
+            elif o.within is not None:
+                returned.append(outputs[j].vector)
             elif o.reduce is None or o.partial:
                 returned.append(outputs[j].value)
             else:

@@ -41,6 +41,7 @@ from intrinsics.argpack import PACKS_SUPPORTED, ArrayPack, ArrayPackType
 from intrinsics.graph import GraphPlan, PlanCall, PlanItem, graph_intrinsic
 from intrinsics.tuples import flatten_tuple
 from llvm_backend.dispatch import MAX_ITEMS, lowering_for, one_pack
+from llvm_backend.lowerings.join import filled_joins
 
 __all__ = [
     "NATIVE_SCALARS",
@@ -248,7 +249,8 @@ class GraphSource:
 
 
 def graph_source(fgraph, convert_node, name="llvm_graph_fn") -> GraphSource:
-    """Write ``fgraph`` as one Python function; ``convert_node(node) -> (fn, key)`` gives each node's.
+    """Write ``fgraph`` as one Python function; ``convert_node(node, **hints) -> (fn, key)`` gives each node's,
+    ``hints`` the keyword arguments of its lowering that depend on the graph around it (`filled_joins`).
 
     Four steps, one `_Writer` method each, filling the `GraphSource` and the plan's slots in order: the
     constants (embedded, or parameters when numba could not embed them), the parameters (direct ones, then
@@ -335,6 +337,7 @@ class _Writer:
                 self.next_slot += 1
                 calls.append(PlanCall(zero_d_array, (slot,), (self.slots[var],), None, f"{var} as a 0-d array"))
         shared = {}
+        hints = filled_joins(self.fgraph, self.order)
         for n, node in enumerate(self.order, start=1):
             if isinstance(node.op, ScalarFromTensor) and node.inputs[0] in self.scalar_slots:
                 # The graph function takes the input as this very scalar.
@@ -342,7 +345,7 @@ class _Writer:
                 self.graph.node_keys.append(((self.coords[node.inputs[0]],), "native scalar"))
                 self.coords[node.outputs[0]] = (n, 0)
                 continue
-            fn, key = convert_node(node)
+            fn, key = convert_node(node, **hints.get(node, {}))
             if key is not None:
                 # One numba compile (or cache load) instead of one per node, for the 240 identical Elemwise
                 # of a wide graph. The types are part of it: a stock key need not tell an int32 node from a

@@ -136,8 +136,8 @@ class LLVMLinker(NumbaLinker):
         # conversion of a FunctionGraph shares them.
         ofg_memo = {}
 
-        def convert_node(node):
-            return llvm_funcify_and_cache_key(node.op, node=node, storage_map=storage_map, ofg_memo=ofg_memo)
+        def convert_node(node, **hints):
+            return llvm_funcify_and_cache_key(node.op, node=node, storage_map=storage_map, ofg_memo=ofg_memo, **hints)
 
         with lowering_composites():
             graph = graph_source(fgraph, convert_node)

@@ -17,6 +17,8 @@ accumulators, a reduction over some axes in an accumulator dtype other than its 
 reduced output.
 """
 
+from dataclasses import replace
+
 import numpy as np
 from numba.core.dispatcher import Dispatcher
 from numba.core.extending import _Intrinsic
@@ -105,8 +107,15 @@ def lowers_loop(node) -> bool:
 @register_lowering(Elemwise, node_loop_intrinsic, when=lowers_loop)
 @register_lowering(ScalarizedElemwise, node_loop_intrinsic, when=lowers_loop)
 @register_lowering(FusedElemwise, node_loop_intrinsic, when=lowers_loop)
-def lower_loop(op, node, **kwargs):
+def lower_loop(op, node, within=None, **kwargs):
+    """``within = (i, before, after)``: output ``i`` is written within a new vector, a join's output
+    (`LoopOutput.within`; `llvm_backend.lowerings.join.filled_joins` says where)."""
     spec = loop_spec(node)
+    if within is not None:
+        i, before, after = within
+        outputs = list(spec.outputs)
+        outputs[i] = replace(outputs[i], within=(before, after))
+        spec = replace(spec, outputs=tuple(outputs))
     elemwise = _elemwise(node)
     scalar_op = elemwise.op.scalar_op
     if isinstance(scalar_op, Composite):

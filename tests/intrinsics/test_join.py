@@ -18,7 +18,7 @@ from numba.core.lowering import Environment
 from numba.core.registry import cpu_target
 from numba.core.targetconfig import ConfigStack
 
-from intrinsics.join import _alloca_table, _emit_join, _store_entry, linear_join
+from intrinsics.join import _alloca_table, _emit_join, _store_entry, filled_join, linear_join
 
 
 @functools.cache
@@ -465,3 +465,59 @@ def test_a_join_of_scalars_and_vectors_tables_only_its_vectors():
     # The copy loops are the vectors' (one nest per dtype), however many scalars there are.
     assert len(loop_headers(optimized_80)) == len(loop_headers(optimized_40)) > 0
     assert instruction_count(kernel_80) / instruction_count(kernel_40) < 2.2
+
+
+def _filled(entries, filled, before, after, dtype=np.float64):
+    """Run ``filled_join`` on ``entries`` after putting entry ``filled`` into a vector made as a loop makes it."""
+    join = filled_join(filled, before, after, np.dtype(dtype))
+    n = len(entries[filled])
+    output = np.full(before + n + after, -1, dtype)
+    output[before : before + n] = entries[filled]
+    entries = [*entries[:filled], output, *entries[filled + 1 :]]
+
+    @numba.njit
+    def run(*entries):
+        return join(*entries)
+
+    return run(*entries), output
+
+
+@pytest.mark.parametrize("filled", [0, 1, 3])
+def test_a_filled_join_writes_the_other_entries_around_the_filled_one(filled):
+    entries = [np.float32(1.5), np.arange(6.0)[::-2], np.array(7), np.arange(4, dtype=np.int32)[:2]]
+    entries.insert(filled, np.array([10.0, 11.0, 12.0]))
+    lengths = [np.size(e) for e in entries]
+    out, output = _filled(entries, filled, sum(lengths[:filled]), sum(lengths[filled + 1 :]))
+    assert out is output
+    np.testing.assert_array_equal(out, np.concatenate([np.atleast_1d(e).astype(np.float64) for e in entries]))
+
+
+def test_a_filled_join_of_an_empty_entry():
+    out, _ = _filled([np.int64(3), np.empty(0), np.float64(4.5)], 1, 1, 1)
+    np.testing.assert_array_equal(out, [3.0, 4.5])
+
+
+@pytest.mark.parametrize(("before", "after"), [(2, 1), (0, 1), (1, 2), (1, 0)])
+def test_entries_that_do_not_fit_around_the_filled_one_raise_before_any_write(before, after):
+    entries = [np.float64(1.0), np.arange(3.0), np.float64(2.0)]
+    join = filled_join(1, before, after, np.dtype(np.float64))
+    output = np.arange(before + 3 + after, dtype=np.float64)
+
+    @numba.njit
+    def run(a, b, c):
+        return join(a, b, c)
+
+    with pytest.raises(ValueError, match="entries around input 1"):
+        run(entries[0], output, entries[2])
+    np.testing.assert_array_equal(output, np.arange(before + 3 + after, dtype=np.float64))
+
+
+def test_the_filled_entry_must_be_the_output():
+    join = filled_join(0, 0, 1, np.dtype(np.float64))
+
+    @numba.njit
+    def run(a, b):
+        return join(a, b)
+
+    with pytest.raises(TypingError, match="entry 0 must be the output"):
+        run(np.arange(3, dtype=np.int64), 1.0)

@@ -266,3 +266,40 @@ def test_a_sum_of_products_fuses_into_multiply_adds_where_the_multiply_allows(fa
     assert adds and all("reassoc" in line and "contract" in line for line in adds)
     host_has_fma = bool(llvm.get_host_cpu_features().get("fma", False))
     assert ("vfmadd" in run.inspect_asm(signature)) == (fastmath and host_has_fma)
+
+
+@pytest.mark.parametrize("n", [0, 1, 5])
+def test_an_output_within_a_vector_is_written_at_its_offset_of_a_new_vector(n):
+    spec = LoopSpec(((False,), None), (LoopOutput(F8, within=(2, 3)), SUM))
+
+    @njit
+    def scaled(x, s):
+        return x * s, x
+
+    x = np.arange(float(n))[::-1]
+    vector, total = _run(spec, scaled)(x, 3.0)
+    assert vector.shape == (n + 5,) and vector.flags.c_contiguous
+    np.testing.assert_array_equal(vector[2 : 2 + n], x * 3.0)
+    assert total == x.sum()
+
+
+def test_only_a_new_array_of_a_1d_loop_is_written_within_a_vector():
+    @njit
+    def same(x):
+        return x
+
+    with pytest.raises(errors.TypingError, match="written within a vector"):
+        _run(LoopSpec(((False, False),), (LoopOutput(F8, within=(1, 0)),)), same)(np.ones((2, 2)))
+    with pytest.raises(errors.TypingError, match="written within a vector"):
+        _run(LoopSpec(((False,),), (LoopOutput(F8, into=0, within=(1, 0)),)), same)(np.ones(2))
+
+
+def test_disagreeing_shapes_raise_before_the_vector_is_made():
+    spec = LoopSpec(((False,), (False,)), (LoopOutput(F8, within=(1, 1)),))
+
+    @njit
+    def add(x, y):
+        return x + y
+
+    with pytest.raises(ValueError, match="input 1 has an incompatible shape in axis 0"):
+        _run(spec, add)(np.ones(3), np.ones(4))

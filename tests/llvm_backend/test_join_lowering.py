@@ -10,7 +10,8 @@ from pytensor.tensor.rewriting.scalarize import ScalarizedJoin
 import llvm_backend
 from intrinsics.join import linear_join
 from llvm_backend.dispatch import MAX_ITEMS
-from llvm_backend.lowerings.join import NUMBA_MAX_TUPLE, entries_fit_a_call
+from llvm_backend.lowerings.join import NUMBA_MAX_TUPLE, entries_fit_a_call, filled_joins
+from llvm_backend.tools.measure import allocations_per_call
 from llvm_backend.tools.testing import PY_MODE, compare_llvm_numba_and_py
 
 
@@ -180,3 +181,71 @@ def test_a_scalarized_join_of_scalars_of_mixed_dtypes_upcasts_each():
     assert all(entry.type.ndim == 0 for entry in join.inputs)
     assert result.dtype == np.float64
     np.testing.assert_array_equal(result, [np.int8(-124), 1.0, 2.25, 2**40 + 3, 5.0])
+
+
+def _plan_call(fn, op_type):
+    [call] = [c for c in fn.vm.graph_source.plan.calls if isinstance(getattr(c.label, "op", None), op_type)]
+    return call
+
+
+def _hints(fn):
+    fgraph = fn.maker.fgraph
+    return filled_joins(fgraph, fgraph.toposort())
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64"])
+def test_a_joined_loop_output_is_written_within_the_join_output(dtype):
+    # logp_dlogp_function's joined gradient: scalars around the map of a vector parameter
+    x, a = pt.vector("x", dtype=dtype), pt.scalar("a", dtype=dtype)
+    out = pt.concatenate([pt.atleast_1d(a * 2), x * a + 1, pt.atleast_1d((x * x).sum())])
+    values = [np.arange(5, dtype=dtype)[::-1], np.asarray(3, dtype=dtype)]
+    fn, result = compare_llvm_numba_and_py([x, a], out, values)
+    join = _plan_call(fn, ScalarizedJoin)
+    assert _hints(fn)[join.label] == {"filled": (1, 1, 1)}
+    assert join.function.__name__ == "join_around"
+    assert _hints(fn)[join.label.inputs[1].owner]["within"][1:] == (1, 1)
+    # the one array made is the output: the map is not a vector of its own
+    assert allocations_per_call(fn, values).net == 1
+    assert allocations_per_call(pytensor.function([x, a], out, mode="NUMBA"), values).net == 2
+    np.testing.assert_array_equal(result[1:6], values[0] * values[1] + 1)
+
+
+def test_a_join_of_vectors_of_static_length_around_a_loop_output():
+    x, y = pt.dvector("x"), pt.tensor("y", dtype="float64", shape=(3,))
+    out = pt.concatenate([y, pt.exp(x), y[::-1]])
+    values = [np.linspace(-1, 1, 4), np.array([1.0, 2.0, 3.0])]
+    fn, _ = compare_llvm_numba_and_py([x, y], out, values)
+    assert _hints(fn)[_plan_call(fn, Join).label] == {"filled": (1, 3, 3)}
+    assert allocations_per_call(fn, values).net == 1
+
+
+def _unfillable(case):
+    x, y, a = pt.dvector("x"), pt.dvector("y"), pt.dscalar("a")
+    mapped, head = pt.exp(x), pt.atleast_1d(a)
+    return {
+        "graph output": ([x, a], [pt.concatenate([head, mapped]), mapped]),
+        "joined twice": ([x, a], [pt.concatenate([head, mapped, mapped])]),
+        "entry of unknown length": ([x, y], [pt.concatenate([y, mapped])]),
+        "other dtype": ([x, a], [pt.concatenate([head, pt.exp(pt.cast(x, "float32"))])]),
+        # exp is computed in place, in the cumulative sum's array
+        "in place": ([x, a], [pt.concatenate([head, pt.exp(pt.cumsum(x))])]),
+        "2-d join": ([x, a], [pt.concatenate([pt.atleast_2d(a), pt.atleast_2d(mapped)], axis=1)]),
+    }[case]
+
+
+@pytest.mark.parametrize(
+    "case", ["graph output", "joined twice", "entry of unknown length", "other dtype", "in place", "2-d join"]
+)
+def test_a_loop_output_is_its_own_array_where_the_join_cannot_take_it(case):
+    inputs, outputs = _unfillable(case)
+    values = [np.linspace(-1, 1, 4), np.arange(2.0) if inputs[1].name == "y" else np.asarray(0.5)]
+    fn, _ = compare_llvm_numba_and_py(inputs, outputs, values)
+    assert _hints(fn) == {}
+    assert not any(getattr(call.function, "__name__", "") == "join_around" for call in fn.vm.graph_source.plan.calls)
+
+
+@pytest.mark.parametrize("mode", [PY_MODE, "NUMBA", "LLVM"], ids=["py", "NUMBA", "LLVM"])
+def test_a_mismatched_loop_joined_within_the_output_raises_value_error_like_stock(mode):
+    x, y, a = pt.dvector("x"), pt.dvector("y"), pt.dscalar("a")
+    out = pt.concatenate([pt.atleast_1d(a), x + y])
+    assert raised_type(mode, [x, y, a], out, [np.ones(3), np.ones(4), np.asarray(1.0)]) is ValueError

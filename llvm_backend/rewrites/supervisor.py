@@ -13,6 +13,14 @@ else C loops over the destroyed variables and the outputs, instead of a Python c
 When one is protected, or with ``cycle_detection=fast`` or another kind of destroy handler, the
 stock check runs (and raises its own error).
 
+It also keeps PyTensor's in-place rewrites off the 0-d tensors nodes compute (``zero_d``, which it lists among
+its ``protected`` variables, where those rewrites look for what they must not write into): in the LLVM mode
+they are values PyTensor's scalarization turns into scalar code, in place on nothing. Stock's in-place rewrite of
+Elemwise tries each output of a node on each of its inputs, one graph validation per try, and on a PyMC model's
+gradient, where one Elemwise over 0-d tensors has 139 outputs, that was 1.2 s of a 5 s compile
+(`pymc/regression_65p`) for a graph that ends the same. A node may still destroy a 0-d tensor: validation checks
+the stock Supervisor's variables only (`IndexedSupervisor.stock_check`).
+
 `use_indexed_supervisor`, the first rewrite of the LLVM mode, puts one in place of the stock Supervisor.
 """
 
@@ -20,16 +28,46 @@ from pytensor.compile.aliasing import Supervisor
 from pytensor.configdefaults import config
 from pytensor.graph.destroyhandler import DestroyHandler
 from pytensor.graph.rewriting.basic import GraphRewriter
+from pytensor.tensor.type import TensorType
 
 __all__ = ["IndexedSupervisor", "UseIndexedSupervisor", "use_indexed_supervisor"]
 
 
+def _computed_0d(var) -> bool:
+    return var.owner is not None and isinstance(var.type, TensorType) and var.type.ndim == 0
+
+
 class IndexedSupervisor(Supervisor):
-    """`Supervisor` checking the destroyed variables against the protected ones (see the module)."""
+    """`Supervisor` checking the destroyed variables against the protected ones (see the module), which also
+    protects every 0-d tensor a node computes (``zero_d``, kept up to date as nodes come and go)."""
 
     def __init__(self, protected):
         super().__init__(protected)
-        self._protected = frozenset(self.protected)
+        self._protected = frozenset(self._given)
+        self.zero_d: set = set()
+
+    @property
+    def protected(self) -> list:
+        """The variables given, then the computed 0-d tensors: what PyTensor's in-place rewrites leave alone."""
+        return [*self._given, *self.zero_d]
+
+    @protected.setter
+    def protected(self, variables) -> None:
+        self._given = list(variables)
+        self._stock = Supervisor(self._given)
+
+    def clone(self):
+        return type(self)(self._given)
+
+    def on_attach(self, fgraph):
+        super().on_attach(fgraph)
+        self.zero_d = {var for var in fgraph.variables if _computed_0d(var)}
+
+    def on_import(self, fgraph, node, reason):
+        self.zero_d.update(var for var in node.outputs if _computed_0d(var))
+
+    def on_prune(self, fgraph, node, reason):
+        self.zero_d.difference_update(node.outputs)
 
     def on_validate(self, fgraph):
         handler = getattr(fgraph, "destroy_handler", None)
@@ -37,7 +75,11 @@ class IndexedSupervisor(Supervisor):
             droot, _, _ = handler.refresh_droot_impact()
             if not droot or (self._protected.isdisjoint(droot) and droot.keys().isdisjoint(fgraph.outputs)):
                 return True
-        return super().on_validate(fgraph)
+        return self.stock_check(fgraph)
+
+    def stock_check(self, fgraph):
+        """The stock `Supervisor`'s check of the variables given and the outputs (not of ``zero_d``)."""
+        return self._stock.on_validate(fgraph)
 
 
 class UseIndexedSupervisor(GraphRewriter):

@@ -12,7 +12,9 @@ from pytensor.compile.mode import get_mode
 from pytensor.graph.destroyhandler import DestroyHandler
 from pytensor.graph.fg import FunctionGraph
 from pytensor.graph.utils import InconsistencyError
-from pytensor.tensor.elemwise import Elemwise
+from pytensor.tensor.elemwise import DimShuffle, Elemwise
+from pytensor.tensor.rewriting.elemwise import InplaceElemwiseOptimizer
+from pytensor.tensor.type import TensorType
 
 import llvm_backend  # noqa: F401
 from llvm_backend import rewrite_cache
@@ -35,14 +37,13 @@ def no_rewrite_cache(monkeypatch):
 def stock_checks(monkeypatch):
     """How many validations the indexed supervisor left to the stock check."""
     calls = []
-    stock = Supervisor.on_validate
+    stock = IndexedSupervisor.stock_check
 
     def counted(self, fgraph):
-        if isinstance(self, IndexedSupervisor):
-            calls.append(fgraph)
+        calls.append(fgraph)
         return stock(self, fgraph)
 
-    monkeypatch.setattr(Supervisor, "on_validate", counted)
+    monkeypatch.setattr(IndexedSupervisor, "stock_check", counted)
     return calls
 
 
@@ -187,3 +188,66 @@ def test_in_place_values_and_inputs_against_py_and_numba(no_rewrite_cache):
     fn(*given)
     for i, (after, before) in enumerate(zip(given[:-1], values[:-1], strict=True)):
         np.testing.assert_array_equal(after, before, err_msg=f"protected input x{i} was overwritten")
+
+
+def _computed_0d(fgraph) -> set:
+    return {v for v in fgraph.variables if v.owner is not None and isinstance(v.type, TensorType) and v.type.ndim == 0}
+
+
+def test_the_supervisor_keeps_the_computed_0d_tensors_as_nodes_come_and_go(no_rewrite_cache):
+    graph = graphs.logp_grad(n_scalars=12)
+    fn = pytensor.function(graph.inputs, graph.outputs, mode="LLVM")
+    supervisor = fn.maker.fgraph._supervisor
+    assert supervisor.zero_d == _computed_0d(fn.maker.fgraph) != set()
+    assert supervisor.zero_d <= set(supervisor.protected)
+
+
+@pytest.fixture
+def in_place_candidates(monkeypatch):
+    """The inputs PyTensor's Elemwise in-place rewrite tried to write outputs into."""
+    tried = []
+    stock = InplaceElemwiseOptimizer.try_inplace_on_node
+
+    def recorded(self, fgraph, node, candidate_pairs=None, **kwargs):
+        tried.extend(inp for _, (_, inp) in candidate_pairs or ())
+        return stock(self, fgraph, node, candidate_pairs, **kwargs)
+
+    monkeypatch.setattr(InplaceElemwiseOptimizer, "try_inplace_on_node", recorded)
+    return tried
+
+
+def _holds_a_0d_value(var) -> bool:
+    """A 0-d tensor, or a view of one (a 1-element vector of its ExpandDims)."""
+    while var.owner is not None and isinstance(var.owner.op, DimShuffle):
+        var = var.owner.inputs[0]
+    return var.type.ndim == 0
+
+
+def test_in_place_is_not_tried_on_0d_values_which_scalarization_makes_scalars(no_rewrite_cache, in_place_candidates):
+    """The gradient of 60 scalars runs through an Elemwise of 58 outputs over 1-element views of 0-d tensors:
+    stock's in-place rewrite tries its outputs on those one by one, a graph validation each, and PyTensor's
+    scalarization then makes such nodes scalar code, in place on nothing. The LLVM mode does not try, and ends
+    with the same graph."""
+    graph = graphs.logp_grad(n_scalars=60)
+    stock = pytensor.function(graph.inputs, graph.outputs, mode=STOCK_SUPERVISOR)
+    assert sum(map(_holds_a_0d_value, in_place_candidates)) >= 58
+    in_place_candidates.clear()
+    fn = pytensor.function(graph.inputs, graph.outputs, mode="LLVM")
+    assert in_place_candidates and not any(map(_holds_a_0d_value, in_place_candidates))
+    assert _in_place_decisions(fn) == _in_place_decisions(stock)
+    compare_llvm_numba_and_py(graph.inputs, graph.outputs, graph.values)
+
+
+def test_a_computed_0d_tensor_may_still_be_destroyed():
+    """``zero_d`` only keeps 0-d tensors out of the in-place rewrites' candidates; a node that destroys one
+    is as valid as under the stock Supervisor."""
+    x, y = pt.dscalar("x"), pt.dscalar("y")
+    total = _add(None)(x, y)
+    fgraph = FunctionGraph([x, y], [total * 2], clone=False)
+    fgraph.attach_feature(DestroyHandler())
+    supervisor = IndexedSupervisor([x, y])
+    fgraph.attach_feature(supervisor)
+    assert supervisor.zero_d == {total, fgraph.outputs[0]}
+    fgraph.replace_validate(fgraph.outputs[0], Elemwise(ps.mul, inplace_pattern={0: 0})(total, pt.constant(2.0)))
+    assert fgraph.outputs[0].owner.op.destroy_map == {0: [0]}
+    assert total in supervisor.zero_d

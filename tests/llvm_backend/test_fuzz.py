@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytensor
 import pytensor.tensor as pt
 import pytest
 from hypothesis import HealthCheck, given, seed, settings
@@ -20,7 +21,7 @@ from llvm_backend.tools.fuzz.generator import FAMILIES, graphs
 from llvm_backend.tools.fuzz.isolated import WorkerError, run_isolated
 from llvm_backend.tools.fuzz.oracle import check, reporting_stages
 from llvm_backend.tools.fuzz.reproducer import write_reproducer
-from llvm_backend.tools.fuzz.runner import PENDING, TRACKED, run
+from llvm_backend.tools.fuzz.runner import PENDING, TRACKED, graph_coverage, run
 
 BOUNDED_SEED = 5
 BOUNDED_GRAPHS = 35
@@ -297,3 +298,13 @@ def test_tracked_names_the_lowerings_and_scalarize_ops():
     for name in ("Join", "MakeVector", "ScalarCAReduce", "ScalarizedJoin", "ScalarSubtensor", "FusedElemwise"):
         assert name in TRACKED
     assert "hoist_invariants" in TRACKED
+    assert "filled_join" in TRACKED
+
+
+@pytest.mark.parametrize(("joined", "filled"), [("map", 1), ("input", 0)])
+def test_coverage_counts_the_joins_a_loop_fills(joined, filled):
+    x, a = pt.dvector("x"), pt.dscalar("a")
+    entry = pt.exp(x) if joined == "map" else x
+    fn = pytensor.function([x, a], pt.concatenate([pt.atleast_1d(a), entry]), mode="LLVM")
+    _, tracked = graph_coverage(fn.maker.fgraph)
+    assert ("filled_join" in tracked) == bool(filled) and tracked["filled_join"] == filled

@@ -469,10 +469,26 @@ def _width(draw) -> int:
     return draw(st.one_of(st.integers(2, 5), st.integers(6, 300)))
 
 
+def _filled_join_entries(draw, g: _Draft, base: Value) -> tuple[list[str], int]:
+    """A 1-d join's entries around a map of the vector ``base`` that only the join reads (which the LLVM mode's
+    loop writes within the join's output, `filled_joins`): 0-d values as 1-element vectors and vectors of a
+    static length, or, to keep it from applying, other vectors. Returns the entries and the output's length."""
+    other = [f"{v.name}[None]" for v in g.pool if v.ndim == 0]
+    other += [v.name for v in g.pool if v.ndim == 1 and (v.static[0] is not None or draw(st.booleans()))]
+    entries = [draw(st.sampled_from(other)) for _ in range(draw(st.integers(1, 4)))] if other else []
+    entries.insert(draw(st.integers(0, len(entries))), f"{draw(st.sampled_from(UNARY[base.kind]))}({base.name})")
+    size = base.shape[0] + sum(_runtime(g, entry)[0] for entry in entries if not entry.endswith(f"({base.name})"))
+    return entries, size
+
+
 def _join(draw, g: _Draft) -> None:
     base = _pick(draw, [v for v in g.pool if v.ndim] or g.pool)
     if not base.ndim or draw(st.integers(0, 3)) == 0:
         _stack(draw, g, base)
+        return
+    if base.ndim == 1 and draw(st.integers(0, 2)) == 0:
+        entries, size = _filled_join_entries(draw, g, base)
+        g.add("join", f"pt.concatenate([{', '.join(entries)}])", (size,))
         return
     axis = draw(st.integers(0, base.ndim - 1))
     width = _width(draw)

@@ -25,6 +25,7 @@ from pytensor.tensor.rewriting.fused_elemwise import FusedElemwise
 from pytensor.tensor.rewriting.scalarize import ScalarCAReduce, ScalarizedElemwise, ScalarizedJoin, ScalarSubtensor
 
 from llvm_backend.dispatch import LOWERINGS, lowering_for
+from llvm_backend.lowerings.join import filled_joins
 from llvm_backend.rewrites.hoist import hoist_invariants
 from llvm_backend.tools.fuzz import generator
 from llvm_backend.tools.fuzz.generator import FAMILIES, GraphSpec
@@ -34,6 +35,7 @@ from llvm_backend.tools.fuzz.reproducer import reproducer_source, write_reproduc
 __all__ = ["PENDING", "TRACKED", "FuzzFailure", "Summary", "check_spec", "run", "write_pending"]
 
 HOIST = "hoist_invariants"
+FILLED = "filled_join"
 TRACKED = tuple(
     dict.fromkeys(
         (
@@ -42,11 +44,13 @@ TRACKED = tuple(
             FusedElemwise.__name__,
             Composite.__name__,
             HOIST,
+            FILLED,
         )
     )
 )
 """What the LLVM mode lowers (`LOWERINGS`: counted where the lowering applies to the node) or rewrites into
-(PyTensor's scalarization ops, FusedElemwise, Composite) and our hoist rewrite (counted where it fired)."""
+(PyTensor's scalarization ops, FusedElemwise, Composite), our hoist rewrite (counted where it fired) and joins
+whose entry a loop writes within the output (`filled_joins`)."""
 
 
 class FuzzFailure(Exception):
@@ -69,12 +73,16 @@ def _inner_graphs(op) -> list:
 
 def graph_coverage(fgraph) -> tuple[Counter, Counter]:
     """(op class name -> nodes, tracked name -> nodes) over ``fgraph`` and its inner graphs. A `LOWERINGS`
-    class counts as tracked where its lowering applies (in the outer graph, which our dispatch lowers)."""
+    class counts as tracked where its lowering applies (in the outer graph, which our dispatch lowers), and so
+    does a join `filled_joins` fills."""
     classes, tracked = Counter(), Counter()
     for node in fgraph.apply_nodes:
         lowering = lowering_for(node.op)
         if lowering is not None and lowering.applies(node):
             tracked[lowering.op_type.__name__] += 1
+    filled = sum("filled" in hint for hint in filled_joins(fgraph, fgraph.toposort()).values())
+    if filled:
+        tracked[FILLED] = filled
     pending = [fgraph]
     while pending:
         graph = pending.pop()

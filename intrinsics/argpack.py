@@ -60,27 +60,30 @@ __all__ = [
 ]
 
 OB_TYPE_OFFSET = 8
+DATA_OFFSET = 16
 ND_OFFSET = 24
 DESCR_OFFSET = 56
-"""Byte offsets of ``ob_type``, ``nd`` and ``descr`` in ``PyArrayObject_fields`` (64-bit CPython)."""
+"""Byte offsets of ``ob_type``, ``data``, ``nd`` and ``descr`` in ``PyArrayObject_fields`` (64-bit CPython)."""
 
 PY_EQ = 2
 
 
 def _abi_holds() -> bool:
-    """Do the offsets above read a live array's type, ndim and dtype?"""
+    """Do the offsets above read a live array's type, data pointer, ndim and dtype?"""
     a = np.empty((2, 3, 4), dtype=np.int16)[:, ::2]
     read = ctypes.c_void_p.from_address
     return (
         ctypes.sizeof(ctypes.c_void_p) == 8
         and read(id(a) + OB_TYPE_OFFSET).value == id(np.ndarray)
+        and read(id(a) + DATA_OFFSET).value == a.ctypes.data
         and ctypes.c_int.from_address(id(a) + ND_OFFSET).value == a.ndim
         and read(id(a) + DESCR_OFFSET).value == id(a.dtype)
     )
 
 
 PACKS_SUPPORTED = _abi_holds()
-"""Whether this interpreter's ndarray layout is the one the unboxing reads; if not, nothing is packed."""
+"""Whether this interpreter's ndarray layout is the one the unboxing reads; if not, no array is packed (and
+scalar packs read every value through numba's own scalar unboxing)."""
 
 
 class ArrayPackType(types.Type):
@@ -90,6 +93,11 @@ class ArrayPackType(types.Type):
         self.array_type = types.Array(dtype, ndim, "C" if ndim == 0 else "A")
         self.count = count
         super().__init__(name=f"ArrayPack({self.array_type}, {count})")
+
+    @property
+    def item_type(self) -> types.Array:
+        """The type of each array read from the pack's table."""
+        return self.array_type
 
     @classmethod
     def of(cls, dtype, ndim: int, count: int) -> "ArrayPackType":

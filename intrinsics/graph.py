@@ -53,6 +53,7 @@ from intrinsics.argpack import (
     table_of,
 )
 from intrinsics.functions import call_as_function
+from intrinsics.scalarpack import ScalarPackType
 
 __all__ = ["GraphPlan", "PlanCall", "PlanItem", "graph_intrinsic"]
 
@@ -107,9 +108,9 @@ def _type_plan(typingctx, plan: GraphPlan, argument_types):
     slot_types = {i: types.unliteral(t) for i, t in enumerate(argument_types)}
     for item in plan.items:
         pack = slot_types[item.pack]
-        if not isinstance(pack, ArrayPackType) or not 0 <= item.index < pack.count:
-            raise errors.TypingError(f"run_graph: slot {item.pack} is {pack}, which has no array {item.index}")
-        slot_types[item.slot] = pack.array_type
+        if not isinstance(pack, ArrayPackType | ScalarPackType) or not 0 <= item.index < pack.count:
+            raise errors.TypingError(f"run_graph: slot {item.pack} is {pack}, which has no item {item.index}")
+        slot_types[item.slot] = pack.item_type
     function_types = {}
     resolved = {}
     typed_calls = []

@@ -7,7 +7,10 @@ the function has one statement: it passes its parameters and the graph's constan
 intrinsic that emits every node's call from a `GraphPlan` (`intrinsics.graph`): no numba variable per
 value, each node function typed once per distinct argument types, each value released after its last use.
 
-Graphs of over 30 inputs take their arrays of one dtype and ndim as one `ArrayPack` parameter, and return
+0-d float64 and int64 inputs are taken as native scalars; from ``SCALAR_PACK_MIN`` of a dtype on, as one
+`ScalarPack` parameter, which the thunk passes with the inputs' storage cells in it, read as native scalars
+when it is unboxed (`intrinsics.scalarpack`). Graphs of
+over 30 inputs take their arrays of one dtype and ndim as one `ArrayPack` parameter, and return
 over 30 outputs as one list per dtype and ndim; wide Join, ScalarizedJoin and MakeVector nodes take their
 arrays as one pack. Constants numba would have to embed as dynamic globals (non-contiguous, or over 1 MB),
 which make a function uncacheable, become extra trailing parameters, fed from constant storage cells.
@@ -39,6 +42,7 @@ from pytensor.tensor.type import TensorType
 
 from intrinsics.argpack import PACKS_SUPPORTED, ArrayPack, ArrayPackType
 from intrinsics.graph import GraphPlan, PlanCall, PlanItem, graph_intrinsic
+from intrinsics.scalarpack import ScalarPack, ScalarPackType
 from intrinsics.tuples import flatten_tuple
 from llvm_backend.dispatch import MAX_ITEMS, lowering_for, one_pack
 from llvm_backend.lowerings.join import filled_joins
@@ -59,6 +63,13 @@ NATIVE_SCALARS = {"float64": float, "int64": int}
 each into exactly that dtype, and far faster than a 0-d array (whose unboxing also allocates a MemInfo). Not
 bool: numba computes on bools as Python does (``True * True`` is the int64 1), where PyTensor's bool Elemwise
 stays bool, so a bool input read as a scalar would change the dtype of what scalar math makes of it."""
+
+SCALAR_PACK_MIN = 16
+"""From this many 0-d inputs of one `NATIVE_SCALARS` dtype on, a graph function takes them as one `ScalarPack`.
+Per call from the thunk, a native scalar argument costs about 45 ns (``float(cell[0])``, numba's dispatch on
+and unboxing of it) and a pack about 12 ns per scalar plus 0.6 µs (numba's dispatcher types an object of its
+own through a raised and cleared NotImplementedError, then the unboxing's attribute reads): measured equal at
+16 scalars, the pack 0.3 µs faster at 24 and 2 µs at 60."""
 
 
 def native_scalar(dtype: str, value):
@@ -107,12 +118,24 @@ def _needs_parameter(value) -> bool:
 
 @dataclass(frozen=True)
 class PackParam:
-    """A parameter taking the sources at ``positions`` (arrays of one dtype and ndim) as one ``ArrayPack``."""
+    """A parameter taking the sources at ``positions`` as one pack: arrays of one dtype and ndim as an
+    `ArrayPack`, or 0-d inputs of one `NATIVE_SCALARS` dtype as a `ScalarPack`."""
 
     name: str
-    numba_type: ArrayPackType
+    numba_type: ArrayPackType | ScalarPackType
     dtype: np.dtype
     positions: tuple[int, ...]
+
+    @property
+    def scalar(self) -> bool:
+        """Whether it is a `ScalarPack` parameter."""
+        return isinstance(self.numba_type, ScalarPackType)
+
+    def of_values(self, values: list):
+        """The argument taking ``values``."""
+        if self.scalar:
+            return ScalarPack.of_values(self.numba_type, values)
+        return ArrayPack(self.numba_type, self.dtype, values)
 
 
 def pack_groups(kinds: list) -> dict[tuple[str, int], list[int]]:
@@ -144,7 +167,7 @@ class GraphSource:
 
     Its parameters take the *sources*, the graph inputs followed by the ``constant_params``: first those
     in ``direct_sources``, one each, then one per pack in ``packs``. The 0-d inputs in ``scalar_sources`` are
-    taken as native scalars, not 0-d arrays.
+    taken as native scalars, not 0-d arrays: directly, or in a scalar pack.
     """
 
     name: str
@@ -157,7 +180,7 @@ class GraphSource:
     direct_sources: list[int] = field(default_factory=list)
     """Positions of the sources passed as parameters of their own, in parameter order."""
     scalar_sources: dict[int, str] = field(default_factory=dict)
-    """Position -> dtype of the direct sources (0-d inputs) passed as native scalars (`NATIVE_SCALARS`)."""
+    """Position -> dtype of the sources (0-d inputs) passed as native scalars (`NATIVE_SCALARS`)."""
     embedded: list[str] = field(default_factory=list)
     """Names of the constants the function embeds (globals of ``global_env``), after the parameters in
     ``llvm_graph``'s tuple."""
@@ -194,12 +217,7 @@ class GraphSource:
         lines.append(f"#   return ({', '.join(returned)},)")
         return "\n".join(lines) + "\n"
 
-    def arguments(
-        self,
-        sources: list,
-        pack=lambda spec, items: ArrayPack(spec.numba_type, spec.dtype, items),
-        scalar=native_scalar,
-    ) -> list:
+    def arguments(self, sources: list, pack=PackParam.of_values, scalar=native_scalar) -> list:
         """The graph function's arguments from ``sources`` (one per input, then per constant parameter):
         direct ones (``scalar(dtype, source)`` for those in ``scalar_sources``), then ``pack(pack_param, items)``
         per pack."""
@@ -211,7 +229,7 @@ class GraphSource:
 
     @property
     def parameter_scalars(self) -> list[str | None]:
-        """Per parameter, the dtype of the native scalar it takes, or None."""
+        """Per parameter, the dtype of the native scalar it takes directly, or None."""
         return [*(self.scalar_sources.get(i) for i in self.direct_sources), *(None for _ in self.packs)]
 
     def entry_source(self, n_inputs: int, function: str, name: str = "llvm_graph_entry") -> str:
@@ -225,9 +243,7 @@ class GraphSource:
         returns Python lists, which compiled code cannot read."""
         inputs = [f"entry_input_{k}" for k in range(n_inputs)]
         sources = [*inputs, *(name for name, _ in self.constant_params)]
-        arguments = self.arguments(
-            sources, pack=lambda _, items: f"pack_of({tuple_source(items)})", scalar=lambda _, name: f"{name}[()]"
-        )
+        arguments = self.arguments(sources, pack=_pack_source, scalar=lambda _, name: f"{name}[()]")
         if self.output_lists:
             call = f"llvm_graph_lists({tuple_source([*arguments, *self.embedded])})"
         else:
@@ -246,6 +262,14 @@ class GraphSource:
         return self.arguments(
             sources, pack=lambda spec, _: spec.numba_type, scalar=lambda dtype, _: from_dtype(np.dtype(dtype))
         )
+
+
+def _pack_source(spec: PackParam, items: list[str]) -> str:
+    """The expression making pack ``spec`` of the values named ``items`` in compiled code (0-d arrays, for a
+    scalar pack)."""
+    if spec.scalar:
+        return f"scalar_pack_of({spec.dtype.name!r}, {tuple_source([f'{item}[()]' for item in items])})"
+    return f"pack_of({tuple_source(items)})"
 
 
 def graph_source(fgraph, convert_node, name="llvm_graph_fn") -> GraphSource:
@@ -278,8 +302,8 @@ class _Writer:
         self.embedded: list = []
         self.slots: dict = {}
         self.scalar_slots: dict = {}
-        """Each input passed as a native scalar -> its parameter's slot (``slots`` has its 0-d array's, if a node
-        reads one)."""
+        """Each input passed as a native scalar -> its slot as an item of its scalar pack (``slots`` has its 0-d
+        array's, if a node reads one)."""
         self.n_arguments = 0
         self.next_slot = 0
         self.items: list[PlanItem] = []
@@ -311,20 +335,24 @@ class _Writer:
         graph.scalar_sources = {i: inp.type.dtype for i, inp in enumerate(inputs) if takes_native_scalar(inp)}
         kinds = [None if i in graph.scalar_sources else _tensor_kind(inp) for i, inp in enumerate(inputs)]
         kinds += [(str(v.dtype), v.ndim) for _, v in graph.constant_params]
-        for (dtype, ndim), positions in pack_groups(kinds).items():
-            pack_type = ArrayPackType.of(dtype, ndim, len(positions))
+        groups = pack_groups(kinds).items()
+        packs = [(ArrayPackType.of(dtype, ndim, len(at)), dtype, at) for (dtype, ndim), at in groups]
+        for dtype in NATIVE_SCALARS:
+            at = [i for i, scalar_dtype in graph.scalar_sources.items() if scalar_dtype == dtype]
+            packs += [(ScalarPackType.of(dtype, len(at)), dtype, at)] if len(at) >= SCALAR_PACK_MIN else []
+        for pack_type, dtype, positions in packs:
             graph.packs.append(PackParam(self.unique_name(pack_type), pack_type, np.dtype(dtype), tuple(positions)))
         packed = {i for pack in graph.packs for i in pack.positions}
         graph.direct_sources = [i for i in range(len(sources)) if i not in packed]
         graph.params = [*(self.name_of(sources[i]) for i in graph.direct_sources), *(p.name for p in graph.packs)]
         self.slots = {sources[i]: slot for slot, i in enumerate(graph.direct_sources)}
-        self.scalar_slots = {sources[i]: self.slots[sources[i]] for i in graph.scalar_sources}
         self.slots |= {var: len(graph.params) + k for k, var in enumerate(self.embedded)}
         self.n_arguments = len(self.slots) + len(graph.packs)
         for p, pack in enumerate(graph.packs, start=len(graph.direct_sources)):
             for k, i in enumerate(pack.positions):
                 self.items.append(PlanItem(self.n_arguments + len(self.items), p, k))
                 self.slots[sources[i]] = self.items[-1].slot
+        self.scalar_slots = {sources[i]: self.slots[sources[i]] for i in graph.scalar_sources}
         self.next_slot = self.n_arguments + len(self.items)
 
     def plan_calls(self, convert_node) -> list[PlanCall]:

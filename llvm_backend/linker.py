@@ -12,6 +12,7 @@ from pytensor.link.utils import raise_with_op
 from intrinsics.argpack import ArrayPack, pack_of
 from intrinsics.functions import address_call
 from intrinsics.graph import graph_intrinsic
+from intrinsics.scalarpack import ScalarPack, scalar_pack_of
 from intrinsics.tuples import flatten_tuple
 from llvm_backend.codegen import (
     NATIVE_SCALARS,
@@ -44,6 +45,11 @@ class PackCell:
         if index != 0:
             raise IndexError(index)
         return ArrayPack(self.pack.numba_type, self.pack.dtype, [cell[0] for cell in self.cells])
+
+
+def _thunk_pack(spec: PackParam, cells: list):
+    """The thunk input of pack parameter ``spec`` over the storage ``cells`` of its sources."""
+    return [ScalarPack(spec.numba_type, cells)] if spec.scalar else PackCell(spec, cells)
 
 
 class ListedOutputs:
@@ -96,7 +102,13 @@ def graph_entry(graph: GraphSource, n_inputs: int, graph_fn):
     A graph with output lists is run in an entry of its own (which reads the lists back), called the same
     way.
     """
-    env = {**graph.global_env, "pack_of": pack_of, "flatten_tuple": flatten_tuple, **dict(graph.constant_params)}
+    env = {
+        **graph.global_env,
+        "pack_of": pack_of,
+        "scalar_pack_of": scalar_pack_of,
+        "flatten_tuple": flatten_tuple,
+        **dict(graph.constant_params),
+    }
     if graph.output_lists:
         env["llvm_graph_lists"] = graph_intrinsic(graph.plan, lists=True)
         source = graph.entry_source(n_inputs, "llvm_graph_fn", name="llvm_graph_lists_entry")
@@ -163,9 +175,10 @@ class LLVMLinker(NumbaLinker):
 
     def graph_arguments(self, graph: GraphSource, storage_map) -> list:
         """The thunk's inputs: the storage cells of the graph function's parameters (those of native scalars
-        too), a `PackCell` per pack."""
+        too), a `PackCell` per array pack, and per scalar pack a cell holding the `ScalarPack` of its inputs'
+        cells (the same object at every call: it reads the cells' current values as it is unboxed)."""
         cells = [*self.create_thunk_inputs(storage_map), *([value] for _, value in graph.constant_params)]
-        return graph.arguments(cells, pack=PackCell, scalar=lambda _, cell: cell)
+        return graph.arguments(cells, pack=_thunk_pack, scalar=lambda _, cell: cell)
 
     def create_jitable_thunk(self, compute_map, order, input_storage, output_storage, storage_map):
         """Stock's thunk (`JITLinker.create_jitable_thunk`), with the converted graph handed from step to step:

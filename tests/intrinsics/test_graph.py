@@ -344,8 +344,8 @@ def test_arguments_that_are_not_a_tuple_of_n_values_are_a_typing_error_naming_th
 @pytest.mark.parametrize(
     "argument, message",
     [
-        (np.ones(2), r"run_graph: slot 0 is array\(float64, 1d, C\), which has no array 1"),
-        (pack_of([np.ones(2)]), r"run_graph: slot 0 is ArrayPack\(array\(float64, 1d, A\), 1\), which has no array 1"),
+        (np.ones(2), r"run_graph: slot 0 is array\(float64, 1d, C\), which has no item 1"),
+        (pack_of([np.ones(2)]), r"run_graph: slot 0 is ArrayPack\(array\(float64, 1d, A\), 1\), which has no item 1"),
     ],
     ids=["array", "short pack"],
 )

@@ -4,16 +4,22 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
+from llvm_backend.codegen import SCALAR_PACK_MIN
+
 COMPILE_AND_REPORT = textwrap.dedent(
     """
     import json, sys
     import numpy as np, pytensor, pytensor.tensor as pt
-    mode = sys.argv[1]
+    mode, n_zeros = sys.argv[1], int(sys.argv[2])
     if mode == "LLVM":
         import llvm_backend
     x, y = pt.dvector("x"), pt.dscalar("y")
-    fn = pytensor.function([x, y], [x.sum() * y, pt.concatenate([x, x]) + y, x.max()], mode=mode)
-    total, joined, top = fn(np.arange(4.0), 3.0)
+    zeros = [pt.dscalar(f"z{k}") for k in range(n_zeros)]
+    outputs = [pt.add(x.sum() * y, *zeros), pt.concatenate([x, x]) + y, x.max()]
+    fn = pytensor.function([x, y, *zeros], outputs, mode=mode)
+    total, joined, top = fn(np.arange(4.0), 3.0, *[0.0] * n_zeros)
     # what the thunk calls: the graph function (jit_fn is an entry around it, as y is taken as a scalar)
     stats = getattr(fn.vm, "graph_fn", fn.vm.jit_fn).stats
     print(json.dumps({
@@ -22,24 +28,32 @@ COMPILE_AND_REPORT = textwrap.dedent(
         "misses": sum(stats.cache_misses.values()),
         "llvm_backend_imported": "llvm_backend" in sys.modules,
         "rewrites": dict(sys.modules["llvm_backend.rewrite_cache"].outcomes) if mode == "LLVM" else None,
+        "packs": [str(p.numba_type) for p in fn.vm.graph_source.packs] if mode == "LLVM" else None,
     }))
     """
 )
 EXPECTED = [18.0, [3.0, 4.0, 5.0, 6.0] * 2, 3.0]
 
 
-def _run(compiledir, mode):
+def _run(compiledir, mode, n_zeros=0):
+    """``COMPILE_AND_REPORT`` in a fresh process; ``n_zeros`` more scalar inputs (of value 0) added to the sum."""
     env = os.environ | {"PYTENSOR_FLAGS": f"base_compiledir={compiledir}"}
     done = subprocess.run(
-        [sys.executable, "-c", COMPILE_AND_REPORT, mode], env=env, capture_output=True, text=True, timeout=600
+        [sys.executable, "-c", COMPILE_AND_REPORT, mode, str(n_zeros)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.splitlines()[-1])
 
 
-def test_second_process_loads_the_llvm_function_from_the_disk_cache(tmp_path):
-    first, second = _run(tmp_path, "LLVM"), _run(tmp_path, "LLVM")
+@pytest.mark.parametrize("n_zeros", [0, SCALAR_PACK_MIN], ids=["scalar argument", "scalar pack"])
+def test_second_process_loads_the_llvm_function_from_the_disk_cache(tmp_path, n_zeros):
+    first, second = _run(tmp_path, "LLVM", n_zeros), _run(tmp_path, "LLVM", n_zeros)
     assert first["values"] == second["values"] == EXPECTED
+    assert first["packs"] == ([f"ScalarPack(float64, {SCALAR_PACK_MIN + 1})"] if n_zeros else [])
     assert (first["hits"], first["misses"]) == (0, 1)
     assert (second["hits"], second["misses"]) == (1, 0)
     # the second process does not rewrite the graph either: the rewritten graph comes from the rewrite cache
@@ -57,7 +71,7 @@ def test_stock_numba_never_loads_our_entries(tmp_path):
 
 def test_concurrent_processes_share_one_cache(tmp_path):
     env = os.environ | {"PYTENSOR_FLAGS": f"base_compiledir={tmp_path}"}
-    command = [sys.executable, "-c", COMPILE_AND_REPORT, "LLVM"]
+    command = [sys.executable, "-c", COMPILE_AND_REPORT, "LLVM", "0"]
     racing = [
         subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)
     ]

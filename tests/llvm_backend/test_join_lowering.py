@@ -9,6 +9,7 @@ from pytensor.tensor.rewriting.scalarize import ScalarizedJoin
 
 import llvm_backend
 from intrinsics.join import linear_join
+from llvm_backend.codegen import SCALAR_PACK_MIN
 from llvm_backend.dispatch import MAX_ITEMS
 from llvm_backend.lowerings.join import NUMBA_MAX_TUPLE, entries_fit_a_call, filled_joins
 from llvm_backend.tools.measure import allocations_per_call
@@ -138,9 +139,12 @@ def test_make_vector_of_many_scalars(n, dtype):
 def test_a_stack_of_native_scalar_inputs_is_a_scalarized_join_of_them(n):
     fn = _stacks_of_scalars(n, "float64")
     graph = fn.vm.graph_source
-    assert len(graph.scalar_sources) == n and not graph.packs
+    assert len(graph.scalar_sources) == n
+    # from SCALAR_PACK_MIN on, the scalars come as one scalar pack, whose items the join reads
+    assert [pack.scalar for pack in graph.packs] == ([True] if n >= SCALAR_PACK_MIN else [])
+    slots = tuple(item.slot for item in graph.plan.items) if graph.packs else tuple(range(n))
     joins = [call for call in graph.plan.calls if isinstance(getattr(call.label, "op", None), ScalarizedJoin)]
-    assert any(call.arguments == tuple(range(n)) for call in joins)
+    assert any(call.arguments == slots for call in joins)
 
 
 def test_more_entries_than_numba_takes_in_one_argument_go_to_stocks_function():

@@ -13,7 +13,8 @@ from pytensor.tensor.elemwise import DimShuffle, Elemwise
 from pytensor.tensor.rewriting.fused_elemwise import FusedElemwise
 
 import llvm_backend  # noqa: F401
-from llvm_backend.codegen import zero_d_array
+from intrinsics.scalarpack import ScalarPackType
+from llvm_backend.codegen import SCALAR_PACK_MIN, zero_d_array
 from llvm_backend.linker import graph_caller
 from llvm_backend.tools.graphs import logp_grad, regression
 from llvm_backend.tools.measure import allocations_per_call
@@ -141,3 +142,75 @@ def test_a_scan_inner_graph_keeps_its_inputs_arrays():
     [inner] = scan.op.fgraph.apply_nodes
     assert isinstance(inner.op, Elemwise)
     np.testing.assert_allclose(fn(np.arange(3.0)), np.log1p(np.arange(3.0)))
+
+
+def _wide_scalar_graph():
+    """``SCALAR_PACK_MIN`` float64 inputs (one scalar pack), one int64 fewer (taken one by one), a bool and a
+    vector."""
+    xs = [pt.dscalar(f"x{k}") for k in range(SCALAR_PACK_MIN)]
+    ns = [pt.lscalar(f"n{k}") for k in range(SCALAR_PACK_MIN - 1)]
+    b, v = pt.scalar("b", dtype="bool"), pt.dvector("v")
+    outputs = [
+        pt.add(*(pt.exp(x) * n for x, n in zip(xs, ns, strict=False))) + xs[-1],
+        pt.switch(b, xs[0], -xs[1]) * (v * xs[2]).sum(),
+        pt.stack([x * 2 for x in xs]) + pt.add(*ns),
+        v + xs[3],
+    ]
+    return [*xs, *ns, b, v], outputs
+
+
+def _wide_scalar_values(seed):
+    rng = np.random.default_rng(seed)
+    xs = [np.asarray(x) for x in rng.normal(size=SCALAR_PACK_MIN)]
+    ns = [np.asarray(n) for n in rng.integers(-5, 5, size=SCALAR_PACK_MIN - 1)]
+    return [*xs, *ns, np.asarray(bool(seed % 2)), rng.normal(size=4)]
+
+
+def test_many_0d_inputs_of_a_dtype_are_one_scalar_pack_read_from_their_cells():
+    inputs, outputs = _wide_scalar_graph()
+    fn, _ = compare_llvm_numba_and_py(inputs, outputs, _wide_scalar_values(0))
+    graph = fn.vm.graph_source
+    [pack] = graph.packs
+    assert pack.scalar and pack.numba_type == ScalarPackType.of("float64", SCALAR_PACK_MIN)
+    assert pack.positions == tuple(range(SCALAR_PACK_MIN))
+    assert graph.parameter_scalars == [*["int64"] * (SCALAR_PACK_MIN - 1), None, None, None]
+    assert len(graph.scalar_sources) == 2 * SCALAR_PACK_MIN - 1
+    # later calls read the new values of the cells the thunk's pack holds
+    stock = pytensor.function(inputs, outputs, mode="NUMBA")
+    for seed in (1, 2):
+        values = _wide_scalar_values(seed)
+        for got, want in zip(fn(*values), stock(*values), strict=True):
+            assert_same_result(got, want, f"call {seed}")
+    counts = {mode: allocations_per_call(f, _wide_scalar_values(3)) for mode, f in (("NUMBA", stock), ("LLVM", fn))}
+    assert counts["LLVM"].unboxing == 2  # the bool and the vector
+    assert counts["LLVM"].total <= counts["NUMBA"].total - (2 * SCALAR_PACK_MIN - 1)
+
+
+def test_jit_fn_of_a_scalar_pack_graph_takes_0d_arrays_from_python_and_nopython_code():
+    xs = [pt.dscalar(f"x{k}") for k in range(SCALAR_PACK_MIN)]
+    total = pt.add(*(pt.exp(x) * k for k, x in enumerate(xs)))
+    fn = pytensor.function(xs, total, mode="LLVM")
+    assert [p.scalar for p in fn.vm.graph_source.packs] == [True]
+    values = [np.asarray(0.1 * k) for k in range(SCALAR_PACK_MIN)]
+    want = sum(np.exp(0.1 * k) * k for k in range(SCALAR_PACK_MIN))
+    assert fn.vm.jit_fn(*values)[0] == pytest.approx(want)
+    arguments = ", ".join(f"np.asarray(scale * {k})" for k in range(SCALAR_PACK_MIN))
+    namespace = {"jit_fn": fn.vm.jit_fn, "np": np}
+    exec(f"def logp(scale):\n    return jit_fn({arguments})[0][()]\n", namespace)
+    logp = numba.cfunc("float64(float64)")(namespace["logp"])
+    assert logp.ctypes(0.1) == pytest.approx(want)
+
+
+def test_unfiltered_scalar_pack_inputs_are_read_as_float_reads_them():
+    """With ``trust_input`` the cells hold what the caller gave: Python numbers are read as ``float`` reads them,
+    and what it cannot take raises its TypeError from the thunk (stock's jit_fn fails to type such values)."""
+    xs = [pt.dscalar(f"x{k}") for k in range(SCALAR_PACK_MIN)]
+    fn = pytensor.function(xs, pt.add(*xs), mode="LLVM")
+    values = [np.asarray(1.0)] * (SCALAR_PACK_MIN - 2)
+    with pytest.raises(TypeError):
+        fn(*values, 1.0, None)
+    fn.trust_input = True
+    assert fn(*values, 2.0, 3) == SCALAR_PACK_MIN + 3
+    with pytest.raises(TypeError):
+        fn(*values, 2.0, None)
+    assert fn(*values, np.float32(0.5), np.asarray(0.25)) == SCALAR_PACK_MIN - 2 + 0.75

@@ -1,0 +1,204 @@
+"""Scalar packs: the native scalars a compiled function takes, read from their storage cells as one argument.
+
+A function called from Python on k scalars costs, per scalar, the caller's read and conversion of its value
+(``float(cell[0])``, about 35 ns on a 0-d array) and numba's dispatch on and unboxing of one more argument
+(about 20 ns): for the 60 scalars of a model, 3.3 µs, three times what the model's arithmetic takes. A
+`ScalarPack` is one argument holding the storage cells themselves (anything ``cell[0]`` reads, such as
+PyTensor's one-item lists): its unboxing is one loop reading each cell's value into a table of the pack's
+dtype in the wrapper's frame, and the compiled function receives a pointer to that table and reads value
+``i`` with `intrinsics.argpack.table_item`. The caller passes the same pack object at every call.
+
+A value that is a 0-d ndarray of exactly the pack's dtype is read from its data (when
+`intrinsics.argpack.PACKS_SUPPORTED` says numpy's array struct is the one read). Any other value goes
+through ``PyNumber_Float`` or ``PyNumber_Long``: what ``float(value)`` or ``int(value)`` makes of it, raising
+what they raise (a TypeError for None, a ValueError for ``"x"``, an OverflowError for an int64 pack's ``2**63``).
+
+The wrapper code a pack of float64 unboxes to is, as Python::
+
+    cells = pack.cells
+    if len(cells) != count: raise TypeError
+    for i in range(count):
+        v = cells[i][0]
+        if type(v) is np.ndarray and v.ndim == 0 and v.dtype is pack.dtype:
+            table[i] = v.data as a float64
+        else:
+            table[i] = float(v)  # an exception stops the loop
+    compiled_function(..., &table, ...)
+
+Compiled code hands its own scalars to such a function with `scalar_pack_of` (a table in its frame).
+"""
+
+import numpy as np
+from llvmlite import ir
+from numba.core import cgutils, errors, types
+from numba.core.datamodel import models
+from numba.extending import NativeValue, intrinsic, register_model, unbox
+from numba.np import numpy_support
+
+from intrinsics.argpack import (
+    DATA_OFFSET,
+    DESCR_OFFSET,
+    ND_OFFSET,
+    OB_TYPE_OFFSET,
+    PACKS_SUPPORTED,
+    _call,
+    _field,
+)
+
+__all__ = ["SCALAR_DTYPES", "ScalarPack", "ScalarPackType", "scalar_pack_of"]
+
+SCALAR_DTYPES = (types.float64, types.int64)
+"""The scalar types a pack holds: those numba unboxes a Python float or int into exactly."""
+
+
+class ScalarPackType(types.Type):
+    """``count`` scalars of ``dtype`` (one of `SCALAR_DTYPES`); the value is a pointer to a table of them."""
+
+    def __init__(self, dtype: types.Type, count: int):
+        if dtype not in SCALAR_DTYPES or count < 1:
+            raise TypeError(f"a scalar pack holds one or more of one of {SCALAR_DTYPES}, not {count} of {dtype}")
+        self.dtype = dtype
+        self.count = count
+        super().__init__(name=f"ScalarPack({dtype}, {count})")
+
+    @property
+    def item_type(self) -> types.Type:
+        """The type of each value read from the pack's table."""
+        return self.dtype
+
+    @classmethod
+    def of(cls, dtype, count: int) -> "ScalarPackType":
+        """The pack type of ``count`` scalars of numpy ``dtype``."""
+        return cls(numpy_support.from_dtype(np.dtype(dtype)), count)
+
+
+@register_model(ScalarPackType)
+class ScalarPackModel(models.PrimitiveModel):
+    def __init__(self, dmm, fe_type):
+        super().__init__(dmm, fe_type, dmm.lookup(fe_type.dtype).get_value_type().as_pointer())
+
+
+class ScalarPack:
+    """What a compiled function receives for a `ScalarPackType` parameter: the cells its values are read from.
+
+    ``_numba_type_`` makes numba's dispatcher type the pack from the attribute alone; the values are
+    read, and converted if need be, as the pack is unboxed. ``cells`` is kept as a list of the cells given.
+    """
+
+    __slots__ = ("_numba_type_", "cells", "dtype")
+    ndarray = np.ndarray
+
+    def __init__(self, numba_type: ScalarPackType, cells: list):
+        self._numba_type_ = numba_type
+        self.dtype = numpy_support.as_dtype(numba_type.dtype)
+        self.cells = list(cells)
+
+    @classmethod
+    def of_values(cls, numba_type: ScalarPackType, values) -> "ScalarPack":
+        """A pack of fixed ``values``, each in a cell of its own."""
+        return cls(numba_type, [[value] for value in values])
+
+
+def _is_exact_0d(builder, item, ndarray, dtype):
+    """An i1: is ``item`` an ndarray (not a subclass) of no dimension whose dtype object is ``dtype``?"""
+    i8p = ir.IntType(8).as_pointer()
+    ok = cgutils.alloca_once_value(builder, cgutils.false_bit)
+    exact = builder.icmp_unsigned("==", _field(builder, item, OB_TYPE_OFFSET, i8p), builder.bitcast(ndarray, i8p))
+    with builder.if_then(exact, likely=True):
+        nd = _field(builder, item, ND_OFFSET, ir.IntType(32))
+        builder.store(builder.icmp_signed("==", nd, ir.Constant(ir.IntType(32), 0)), ok)
+    with builder.if_then(builder.load(ok), likely=True):
+        descr = _field(builder, item, DESCR_OFFSET, i8p)
+        builder.store(builder.icmp_unsigned("==", descr, builder.bitcast(dtype, i8p)), ok)
+    return builder.load(ok)
+
+
+def _convert(builder, pyapi, dtype, item, slot):
+    """Store ``float(item)`` (or ``int(item)``, for int64) at ``slot``; an i1, whether that raised (its exception is
+    left set, unchanged)."""
+    if dtype == types.float64:
+        number, read = pyapi.number_float(item), pyapi.float_as_double
+    else:
+        number, read = pyapi.number_long(item), pyapi.long_as_longlong
+    raised = cgutils.alloca_once_value(builder, cgutils.true_bit)
+    with builder.if_then(cgutils.is_not_null(builder, number), likely=True):
+        builder.store(read(number), slot)
+        pyapi.decref(number)
+        builder.store(cgutils.is_not_null(builder, pyapi.err_occurred()), raised)
+    return builder.load(raised)
+
+
+@unbox(ScalarPackType)
+def unbox_scalar_pack(typ, obj, c):
+    builder, pyapi, context = c.builder, c.pyapi, c.context
+    intp = context.get_value_type(types.intp)
+    value_type = context.get_value_type(typ.dtype)
+    count = ir.Constant(intp, typ.count)
+    table = cgutils.alloca_once(builder, value_type, size=typ.count, name="scalars")
+    failed = cgutils.alloca_once_value(builder, cgutils.true_bit)
+    cells = pyapi.object_getattr_string(obj, "cells")
+    dtype = pyapi.object_getattr_string(obj, "dtype")
+    ndarray = pyapi.object_getattr_string(obj, "ndarray")
+    got_all = builder.and_(cgutils.is_not_null(builder, cells), cgutils.is_not_null(builder, dtype))
+    got_all = builder.and_(got_all, cgutils.is_not_null(builder, ndarray))
+    with builder.if_then(got_all, likely=True):
+        size = pyapi.list_size(cells)
+        with builder.if_else(builder.icmp_signed("==", size, count), likely=True) as (right_size, wrong_size):
+            with wrong_size:
+                with builder.if_then(cgutils.is_null(builder, pyapi.err_occurred()), likely=True):
+                    pyapi.err_format("PyExc_TypeError", f"a scalar pack of {typ.count} cells was given %zd", size)
+            with right_size:
+                builder.store(cgutils.false_bit, failed)
+                with cgutils.for_range(builder, count) as loop:
+                    cell = pyapi.list_getitem(cells, loop.index)
+                    item = _call(builder, pyapi, "PySequence_GetItem", pyapi.pyobj, [cell, ir.Constant(intp, 0)])
+                    with builder.if_then(cgutils.is_null(builder, item), likely=False):
+                        builder.store(cgutils.true_bit, failed)
+                        loop.do_break()
+                    slot = builder.gep(table, [loop.index])
+                    fast = _is_exact_0d(builder, item, ndarray, dtype) if PACKS_SUPPORTED else cgutils.false_bit
+                    with builder.if_else(fast, likely=True) as (read, convert):
+                        with read:
+                            data = builder.bitcast(_field(builder, item, DATA_OFFSET, pyapi.voidptr), slot.type)
+                            builder.store(builder.load(data, align=1), slot)
+                        with convert:
+                            builder.store(_convert(builder, pyapi, typ.dtype, item, slot), failed)
+                    pyapi.decref(item)
+                    with builder.if_then(builder.load(failed), likely=False):
+                        loop.do_break()
+    for ref in (cells, dtype, ndarray):
+        pyapi.decref(ref)
+    return NativeValue(table, is_error=builder.load(failed))
+
+
+@intrinsic
+def scalar_pack_of(typingctx, dtype, values):
+    """The tuple ``values`` as a `ScalarPackType` of ``dtype`` (a literal string, such as ``"float64"``), each
+    value cast to it: a table in the caller's frame, which the pack must not outlive.
+
+    For ``scalar_pack_of("float64", (a, b))`` the emitted IR is::
+
+        %scalars = alloca double, i64 2   ; in the entry block
+        store double %a, double* %scalars
+        store double %b, double* <%scalars + 1>
+        ; the value is %scalars
+    """
+    if not isinstance(dtype, types.StringLiteral):
+        raise errors.TypingError(f"scalar_pack_of takes the dtype as a literal string, got {dtype}")
+    pack_dtype = numpy_support.from_dtype(np.dtype(dtype.literal_value))
+    items = tuple(values) if isinstance(values, types.BaseTuple) else ()
+    if not items or pack_dtype not in SCALAR_DTYPES:
+        raise errors.TypingError(f"scalar_pack_of takes a non-empty tuple and one of {SCALAR_DTYPES}, got {values}")
+    for item in items:
+        if not isinstance(item, types.Number) or typingctx.can_convert(item, pack_dtype) is None:
+            raise errors.TypingError(f"scalar_pack_of: {item} is not a scalar convertible to {pack_dtype}")
+    pack = ScalarPackType(pack_dtype, len(items))
+
+    def codegen(context, builder, signature, args):
+        table = cgutils.alloca_once(builder, context.get_value_type(pack_dtype), size=len(items), name="scalars")
+        for k, (value, item) in enumerate(zip(cgutils.unpack_tuple(builder, args[1]), items, strict=True)):
+            cast = context.cast(builder, value, item, pack_dtype)
+            builder.store(cast, builder.gep(table, [ir.Constant(ir.IntType(64), k)]))
+        return table
+
+    return pack(dtype, values), codegen

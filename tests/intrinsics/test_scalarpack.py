@@ -1,0 +1,145 @@
+import sys
+
+import numba
+import numpy as np
+import pytest
+from numba.core import errors, types
+
+from intrinsics.argpack import table_item
+from intrinsics.scalarpack import ScalarPack, ScalarPackType, scalar_pack_of
+from llvm_backend.tools.measure import nrt_allocations_per_call
+
+
+@numba.extending.intrinsic
+def _values(typingctx, pack):
+    """The pack's values as a tuple."""
+    if not isinstance(pack, ScalarPackType):
+        return None
+    returned = types.UniTuple(pack.dtype, pack.count)
+
+    def codegen(context, builder, signature, args):
+        items = [table_item(builder, args[0], k) for k in range(pack.count)]
+        return context.make_tuple(builder, returned, items)
+
+    return returned(pack), codegen
+
+
+@numba.njit
+def values_of(pack):
+    return _values(pack)
+
+
+def _pack(dtype, values):
+    return ScalarPack.of_values(ScalarPackType.of(dtype, len(values)), values)
+
+
+def test_a_pack_reads_the_current_values_of_its_cells():
+    cells = [[np.asarray(1.5)], [np.asarray(-2.0)], [np.asarray(np.inf)]]
+    pack = ScalarPack(ScalarPackType.of("float64", 3), cells)
+    assert values_of(pack) == (1.5, -2.0, np.inf)
+    cells[1][0] = np.asarray(7.25)
+    assert values_of(pack) == (1.5, 7.25, np.inf)
+    ints = ScalarPack(ScalarPackType.of("int64", 2), [[np.asarray(-(2**62))], [np.asarray(5)]])
+    assert values_of(ints) == (-(2**62), 5)
+
+
+def test_nan_is_read_as_it_is():
+    (value,) = values_of(_pack("float64", [np.asarray(np.nan)]))
+    assert np.isnan(value)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        0.25,
+        3,
+        np.float64(0.25),
+        np.asarray(0.25, dtype=np.float32),
+        np.asarray(0.25, dtype=">f8"),
+        np.asarray(True),
+        np.arange(6.0).reshape(3, 2)[2, 1, ...],
+    ],
+    ids=["float", "int", "np.float64", "0-d float32", "0-d big-endian", "0-d bool", "0-d view"],
+)
+def test_other_values_are_converted_as_float_converts_them(value):
+    assert values_of(_pack("float64", [np.asarray(1.0), value])) == (1.0, float(value))
+
+
+@pytest.mark.parametrize(
+    "value",
+    [7, np.asarray(7, dtype=np.int32), np.asarray(7.9), 7.9, np.int16(-3), np.asarray(True)],
+    ids=["int", "0-d int32", "0-d float64", "float", "np.int16", "0-d bool"],
+)
+def test_int_packs_convert_as_int_converts(value):
+    assert values_of(_pack("int64", [value])) == (int(value),)
+
+
+@pytest.mark.parametrize(
+    "value", [None, "x", np.ones(2), np.ones(1), object()], ids=["None", "str", "2 elements", "1 element", "object"]
+)
+def test_a_value_float_cannot_take_raises_what_float_raises(value):
+    with pytest.raises(Exception) as raised:
+        float(value)
+    with pytest.raises(type(raised.value)):
+        values_of(_pack("float64", [np.asarray(1.0), value, np.asarray(2.0)]))
+
+
+def test_an_int_beyond_int64_is_an_overflow_error():
+    with pytest.raises(OverflowError):
+        values_of(_pack("int64", [2**63]))
+
+
+def test_a_pack_of_the_wrong_size_or_a_cell_without_an_item_0_is_a_type_error():
+    pack_type = ScalarPackType.of("float64", 3)
+    with pytest.raises(TypeError, match="a scalar pack of 3 cells was given 2"):
+        values_of(ScalarPack(pack_type, [[1.0], [2.0]]))
+    with pytest.raises(TypeError):
+        values_of(ScalarPack(pack_type, [[1.0], 2.0, [3.0]]))
+    assert values_of(ScalarPack(pack_type, ([1.0], (2.0,), np.asarray([3.0])))) == (1.0, 2.0, 3.0)
+
+
+def test_unboxing_allocates_nothing_and_keeps_reference_counts():
+    values = [np.asarray(float(k)) for k in range(20)]
+    pack = _pack("float64", values)
+    before = [sys.getrefcount(v) for v in values]
+    assert nrt_allocations_per_call(lambda: values_of(pack)) == 0
+    assert [sys.getrefcount(v) for v in values] == before
+    failing = _pack("float64", [*values[:3], None, *values[4:]])
+    before = [sys.getrefcount(v) for v in values]
+    for _ in range(50):
+        with pytest.raises(TypeError):
+            values_of(failing)
+    assert [sys.getrefcount(v) for v in values] == before
+
+
+def test_pack_types_hold_one_or_more_float64_or_int64():
+    with pytest.raises(TypeError):
+        ScalarPackType.of("float32", 2)
+    with pytest.raises(TypeError):
+        ScalarPackType.of("float64", 0)
+    assert ScalarPackType.of("int64", 4).item_type == types.int64
+
+
+@numba.njit
+def _packed_in_compiled_code(a, b, c):
+    return values_of(scalar_pack_of("float64", (a, b, c)))
+
+
+def test_compiled_code_makes_packs_of_its_scalars_cast_to_the_dtype():
+    assert _packed_in_compiled_code(1.5, np.float32(0.5), 3) == (1.5, 0.5, 3.0)
+
+
+@pytest.mark.parametrize(
+    "source, message",
+    [
+        ("scalar_pack_of(dtype, (a, b))", "literal string"),
+        ("scalar_pack_of('float32', (a, b))", "non-empty tuple"),
+        ("scalar_pack_of('float64', (a, np.ones(2)))", "not a scalar convertible"),
+        ("scalar_pack_of('int64', (a, 1j))", "not a scalar convertible"),
+    ],
+)
+def test_what_compiled_code_cannot_pack_is_a_typing_error(source, message):
+    namespace = {"scalar_pack_of": scalar_pack_of, "np": np}
+    exec(f"def make(a, b, dtype):\n    return {source}\n", namespace)
+    with pytest.raises(errors.TypingError, match=message):
+        numba.njit(namespace["make"])(1, 2.0, "float64")

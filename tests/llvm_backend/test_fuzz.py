@@ -10,6 +10,7 @@ import pytensor
 import pytensor.tensor as pt
 import pytest
 from hypothesis import HealthCheck, find, settings
+from pytensor.compile.builders import OpFromGraph
 from pytensor.graph.basic import Apply, equal_computations
 from pytensor.graph.op import Op
 from pytensor.link.numba.dispatch import numba_funcify
@@ -259,6 +260,20 @@ def test_oracle_judges_a_py_linker_error_with_stock_on_the_output_it_raises_on(p
         "NUMBA and LLVM vs py (outputs [0], compiled alone under NUMBA): returned where the reference raised ValueError"
     )
     assert stages[-2:] == ["py, for the output it raises on", "NUMBA, to judge LLVM's disagreement with py"]
+
+
+def test_oracle_leaves_the_values_undefined_where_the_py_linker_overflowed():
+    """The py linker raises OverflowError casting a float32 infinity to int16; stock and LLVM return values
+    of an out-of-range cast, which differ: the finding is stock's, not a mismatch (fuzz seed 48)."""
+    x, n = pt.tensor("x", dtype="float32", shape=(None, 1)), pt.iscalar("n")
+    below = pt.lt(x, n)
+    flag = below.type()
+    outputs = [OpFromGraph([flag], [pt.bitwise_or(pt.invert(flag), flag)])(below), pt.cast(x, "int16")]
+    values = [np.array([[np.inf], [1.5], [-np.inf], [np.nan]], dtype="float32"), np.asarray(3, dtype="int32")]
+    outcome = check([x, n], outputs, lambda: [v.copy() for v in values])
+    assert outcome.failures == [], outcome.report()
+    [finding] = outcome.stock
+    assert "returned where the reference raised OverflowError" in finding.message
 
 
 def _a_graph_with(families: set[str]):

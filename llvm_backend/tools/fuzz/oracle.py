@@ -10,8 +10,11 @@ Function. Where LLVM disagrees with the py linker exactly as stock NUMBA does, o
 disagrees, the finding is a stock discrepancy, not ours. Wide graphs are compiled under stock NUMBA (which takes
 minutes over them) only where LLVM disagrees with the py linker, to tell the two cases apart; wherever LLVM
 disagrees on some outputs and returned, stock compiles those outputs alone, and where the py linker raised and
-LLVM returned, stock compiles alone the first output the py linker raises on by itself. A graph the py linker
-cannot compile, or cannot run (``NotImplementedError``), is invalid: there is no reference.
+LLVM returned, stock compiles alone the first output the py linker raises on by itself. Where the py linker
+raised OverflowError (a value out of a cast's or an integer's range) and stock and LLVM both returned, their
+values are undefined (LLVM's ``fptosi`` of an out-of-range float is poison) and need not agree: the finding is
+stock's. A graph the py linker cannot compile, or cannot run (``NotImplementedError``), is invalid: there is no
+reference.
 """
 
 from collections.abc import Callable
@@ -224,7 +227,10 @@ def _classify(runs: dict[str, Run], judged: list[int] | None = None) -> list[Fin
     findings = []
     stock = None if numba is None else disagreement(numba, _outputs_at(py, judged))
     ours = disagreement(llvm, py)
-    if ours and stock and disagreement(_outputs_at(llvm, judged), numba) is None:
+    overflowed = (
+        isinstance(py.error, OverflowError) and llvm.error is None and numba is not None and numba.error is None
+    )
+    if ours and stock and (overflowed or disagreement(_outputs_at(llvm, judged), numba) is None):
         where = "" if judged is None else f" (outputs {judged}, compiled alone under NUMBA)"
         findings.append(Finding("stock", f"NUMBA and LLVM vs py{where}: {stock}"))
     elif ours:

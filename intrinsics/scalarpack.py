@@ -28,11 +28,13 @@ The wrapper code a pack of float64 unboxes to is, as Python::
 Compiled code hands its own scalars to such a function with `scalar_pack_of` (a table in its frame).
 """
 
+import array
+
 import numpy as np
 from llvmlite import ir
 from numba.core import cgutils, errors, types
 from numba.core.datamodel import models
-from numba.extending import NativeValue, intrinsic, register_model, unbox
+from numba.extending import NativeValue, intrinsic, register_model, typeof_impl, unbox
 from numba.np import numpy_support
 
 from intrinsics.argpack import (
@@ -78,25 +80,43 @@ class ScalarPackModel(models.PrimitiveModel):
         super().__init__(dmm, fe_type, dmm.lookup(fe_type.dtype).get_value_type().as_pointer())
 
 
-class ScalarPack:
-    """What a compiled function receives for a `ScalarPackType` parameter: the cells its values are read from.
+class ScalarPack(array.array):
+    """What a compiled function receives for a `ScalarPackType` parameter: the cells its values are read from
+    (``cells``, a list of the cells given), read and converted if need be as the pack is unboxed.
 
-    ``_numba_type_`` makes numba's dispatcher type the pack from the attribute alone; the values are
-    read, and converted if need be, as the pack is unboxed. ``cells`` is kept as a list of the cells given.
+    numba's dispatcher types an argument in C from a fingerprint of it, which it computes for numbers,
+    tuples, arrays and buffers, and looks up in a cache; an object it cannot fingerprint costs it a raised
+    and cleared NotImplementedError, then the read of ``_numba_type_``, at every call (0.3 µs). A pack is
+    therefore an empty ``array.array`` (a buffer), of a subclass of its own per pack type, as numba's
+    fingerprint of a buffer holds its Python type: a pack is typed from the cache, and ``_numba_type_``
+    is read once per pack type.
     """
 
     __slots__ = ("_numba_type_", "cells", "dtype")
     ndarray = np.ndarray
+    _subclasses: dict = {}
+    """Pack type -> the subclass of its packs."""
 
-    def __init__(self, numba_type: ScalarPackType, cells: list):
-        self._numba_type_ = numba_type
-        self.dtype = numpy_support.as_dtype(numba_type.dtype)
-        self.cells = list(cells)
+    def __new__(cls, numba_type: ScalarPackType, cells: list):
+        subclass = ScalarPack._subclasses.get(numba_type)
+        if subclass is None:
+            name = f"ScalarPack_{numba_type.dtype}_{numba_type.count}"
+            subclass = ScalarPack._subclasses[numba_type] = type(name, (ScalarPack,), {"__slots__": ()})
+        pack = array.array.__new__(subclass, "b")
+        pack._numba_type_ = numba_type
+        pack.dtype = numpy_support.as_dtype(numba_type.dtype)
+        pack.cells = list(cells)
+        return pack
 
     @classmethod
     def of_values(cls, numba_type: ScalarPackType, values) -> "ScalarPack":
         """A pack of fixed ``values``, each in a cell of its own."""
         return cls(numba_type, [[value] for value in values])
+
+
+@typeof_impl.register(ScalarPack)
+def _typeof_scalar_pack(value, c):
+    return value._numba_type_
 
 
 def _is_exact_0d(builder, item, ndarray, dtype):

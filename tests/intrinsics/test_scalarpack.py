@@ -3,6 +3,7 @@ import sys
 import numba
 import numpy as np
 import pytest
+from numba._dispatcher import compute_fingerprint
 from numba.core import errors, types
 
 from intrinsics.argpack import table_item
@@ -143,3 +144,21 @@ def test_what_compiled_code_cannot_pack_is_a_typing_error(source, message):
     exec(f"def make(a, b, dtype):\n    return {source}\n", namespace)
     with pytest.raises(errors.TypingError, match=message):
         numba.njit(namespace["make"])(1, 2.0, "float64")
+
+
+def test_numbas_dispatcher_types_a_pack_from_its_fingerprint_cache():
+    """numba fingerprints a pack (a buffer of a subclass per pack type) where it cannot fingerprint a plain
+    object (NotImplementedError, raised and cleared at every call); packs of one type share a fingerprint."""
+    three, other_three = _pack("float64", [1.0, 2.0, 3.0]), _pack("float64", [4.0, 5.0, 6.0])
+    four, ints = _pack("float64", [1.0] * 4), _pack("int64", [1, 2, 3])
+    assert type(three) is type(other_three) and isinstance(three, ScalarPack)
+    fingerprints = [compute_fingerprint(pack) for pack in (three, other_three, four, ints)]
+    assert fingerprints[0] == fingerprints[1]
+    assert len(set(fingerprints[1:])) == 3
+    assert [numba.typeof(pack) for pack in (three, four, ints)] == [
+        ScalarPackType.of("float64", 3),
+        ScalarPackType.of("float64", 4),
+        ScalarPackType.of("int64", 3),
+    ]
+    with pytest.raises(NotImplementedError):
+        compute_fingerprint(object())

@@ -134,20 +134,28 @@ def _emit_shape(context, builder, arrays, spec: LoopSpec):
 
 
 class _Array:
-    """An input array's pieces, read once before the loop."""
+    """An array's pieces, read once before the loop: ``value`` is what is handed out (the array's struct), the
+    others address its elements."""
 
-    def __init__(self, context, builder, array_type, value):
-        ary = context.make_array(array_type)(context, builder, value)
+    def __init__(self, value, array_type, data, shapes, strides):
         self.value = value
         self.type = array_type
-        self.data = ary.data
-        self.shapes = cgutils.unpack_tuple(builder, ary.shape, array_type.ndim)
-        self.strides = cgutils.unpack_tuple(builder, ary.strides, array_type.ndim)
+        self.data = data
+        self.shapes = shapes
+        self.strides = strides
+
+    @classmethod
+    def of(cls, context, builder, array_type, value):
+        """The pieces of array ``value``."""
+        ary = context.make_array(array_type)(context, builder, value)
+        shapes = cgutils.unpack_tuple(builder, ary.shape, array_type.ndim)
+        strides = cgutils.unpack_tuple(builder, ary.strides, array_type.ndim)
+        return cls(value, array_type, ary.data, shapes, strides)
 
     @classmethod
     def new(cls, context, builder, array_type, shape):
         """A new array of ``array_type`` and ``shape`` (C order)."""
-        return cls(context, builder, array_type, _empty_nd_impl(context, builder, array_type, shape)._getvalue())
+        return cls.of(context, builder, array_type, _empty_nd_impl(context, builder, array_type, shape)._getvalue())
 
     def pointer(self, context, builder, indices, broadcastable=None):
         at = indices if broadcastable is None else [_INTP(0) if b else i for i, b in zip(indices, broadcastable)]
@@ -160,23 +168,17 @@ class _Array:
         context.pack_value(builder, self.type.dtype, value, self.pointer(context, builder, indices))
 
 
-class _Window(_Array):
+def _window(context, builder, vector_type, within, n) -> _Array:
     """Elements ``[before, before + n)`` of a new vector of ``before + n + after`` (``LoopOutput.within``),
-    addressed as an array of ``n``; ``vector`` is the whole vector's value."""
-
-    def __init__(self, context, builder, vector_type, within, n):
-        before, after = within
-        vector = _Array.new(context, builder, vector_type, [builder.add(n, _INTP(before + after))])
-        self.vector = vector.value
-        self.type = vector_type
-        self.data = builder.gep(vector.data, [_INTP(before)])
-        self.shapes = [n]
-        self.strides = vector.strides
+    addressed as an array of ``n``; its ``value`` is the whole vector."""
+    before, after = within
+    vector = _Array.new(context, builder, vector_type, [builder.add(n, _INTP(before + after))])
+    return _Array(vector.value, vector_type, builder.gep(vector.data, [_INTP(before)]), [n], vector.strides)
 
 
 def _new_output(context, builder, output: LoopOutput, array_type, shape):
     if output.within is not None:
-        return _Window(context, builder, array_type, output.within, shape[0])
+        return _window(context, builder, array_type, output.within, shape[0])
     return _Array.new(context, builder, array_type, shape)
 
 
@@ -219,7 +221,7 @@ def _typed_loop(spec: LoopSpec, typingctx, function, inputs):
     def emit(context, builder, inputs_value):
         values = [builder.extract_value(inputs_value, k) for k in range(len(inputs))]
         arrays = {
-            k: _Array(context, builder, t, v)
+            k: _Array.of(context, builder, t, v)
             for k, (t, v) in enumerate(zip(inputs, values))
             if isinstance(t, types.Array)
         }
@@ -271,9 +273,7 @@ def _typed_loop(spec: LoopSpec, typingctx, function, inputs):
                 # the input's array, handed out once more
                 context.nrt.incref(builder, t, values[into[j]])
                 returned.append(values[into[j]])
-            elif o.within is not None:
-                returned.append(outputs[j].vector)
-            elif o.reduce is None or o.partial:
+            elif o.within is not None or o.reduce is None or o.partial:
                 returned.append(outputs[j].value)
             else:
                 total = context.cast(builder, builder.load(slots[j]), accumulators[j], from_dtype(o.dtype))

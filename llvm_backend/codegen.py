@@ -44,7 +44,7 @@ from intrinsics.argpack import PACKS_SUPPORTED, ArrayPack, ArrayPackType
 from intrinsics.graph import GraphPlan, PlanCall, PlanItem, graph_intrinsic
 from intrinsics.scalarpack import ScalarPack, ScalarPackType
 from intrinsics.tuples import flatten_tuple
-from llvm_backend.dispatch import MAX_ITEMS, lowering_for, one_pack
+from llvm_backend.dispatch import MAX_ITEMS, packed_arguments
 from llvm_backend.lowerings.join import filled_joins
 
 __all__ = [
@@ -95,17 +95,6 @@ def tuple_source(names: list[str]) -> str:
         return f"({', '.join(names)},)"
     groups = [tuple_source(names[i : i + MAX_ITEMS]) for i in range(0, len(names), MAX_ITEMS)]
     return f"flatten_tuple({tuple_source(groups)})"
-
-
-def packed_arguments(node) -> int | None:
-    """Where the arrays ``node``'s function takes as one pack start among its inputs, if it is worth it: its
-    `Lowering`'s ``pack_start``, when the lowering applies to the node and the inputs from there on are more
-    than ``MAX_ITEMS`` tensors of one dtype and ndim."""
-    lowering = lowering_for(node.op)
-    if lowering is None or lowering.pack_start is None or not lowering.applies(node):
-        return None
-    arrays = node.inputs[lowering.pack_start :]
-    return lowering.pack_start if len(arrays) > MAX_ITEMS and one_pack(arrays) else None
 
 
 def _needs_parameter(value) -> bool:

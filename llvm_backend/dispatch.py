@@ -35,6 +35,7 @@ __all__ = [
     "lowering_cache_key",
     "lowering_for",
     "one_pack",
+    "packed_arguments",
     "register_lowering",
     "stock_funcify_and_key",
 ]
@@ -93,6 +94,17 @@ def lowering_for(op) -> Lowering | None:
         if lowering is not None:
             return lowering
     return None
+
+
+def packed_arguments(node) -> int | None:
+    """Where the arrays ``node``'s function takes as one pack start among its inputs, if it is worth it: its
+    `Lowering`'s ``pack_start``, when the lowering applies to the node and the inputs from there on are more
+    than ``MAX_ITEMS`` tensors of one dtype and ndim."""
+    lowering = lowering_for(node.op)
+    if lowering is None or lowering.pack_start is None or not lowering.applies(node):
+        return None
+    arrays = node.inputs[lowering.pack_start :]
+    return lowering.pack_start if len(arrays) > MAX_ITEMS and one_pack(arrays) else None
 
 
 def stock_funcify_and_key(op, node=None, **kwargs) -> tuple[Callable, str | None]:

@@ -24,7 +24,14 @@ from pytensor.tensor.basic import Join, MakeVector
 from pytensor.tensor.rewriting.scalarize import ScalarizedJoin
 
 from intrinsics.join import filled_join, linear_join
-from llvm_backend.dispatch import MAX_ITEMS, lowering_cache_key, lowering_for, one_pack, register_lowering
+from llvm_backend.dispatch import (
+    MAX_ITEMS,
+    lowering_cache_key,
+    lowering_for,
+    one_pack,
+    packed_arguments,
+    register_lowering,
+)
 from llvm_backend.lowerings.loops import loop_spec, lower_loop
 
 __all__ = [
@@ -125,7 +132,7 @@ def filled_joins(fgraph, order) -> dict:
         lowering = lowering_for(node.op)
         if lowering is None or lowering.funcify not in (lower_join, lower_scalarized_join):
             continue
-        if not lowering.applies(node) or (len(node.inputs) > MAX_ITEMS and one_pack(node.inputs)):
+        if not lowering.applies(node) or packed_arguments(node) is not None:
             continue
         lengths = [_static_length(var) for var in node.inputs]
         for k, var in enumerate(node.inputs):

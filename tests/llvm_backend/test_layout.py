@@ -14,8 +14,7 @@ from pytensor.tensor.rewriting.scalarize import ScalarCAReduce, ScalarizedJoin
 import llvm_backend
 from intrinsics.join import linear_join
 from intrinsics.reduction import full_reduce
-from llvm_backend import codegen
-from llvm_backend.dispatch import LOWERINGS, MAX_ITEMS, lowering_for, register_lowering
+from llvm_backend.dispatch import LOWERINGS, MAX_ITEMS, lowering_for, packed_arguments, register_lowering
 
 BACKEND = Path(llvm_backend.__file__).parent
 TOOL_PACKAGES = ("llvm_backend.tools", "llvm_backend_bench")
@@ -73,14 +72,14 @@ def test_registering_an_op_twice_is_refused():
         register_lowering(Join, linear_join)(lambda op, node: None)
 
 
-def test_codegen_takes_pack_starts_from_the_registry(monkeypatch):
+def test_pack_starts_come_from_the_registry(monkeypatch):
     xs = [pt.dvector(f"x{k}") for k in range(MAX_ITEMS + 1)]
     node = pt.concatenate(xs).owner
-    assert codegen.packed_arguments(node) == 0
+    assert packed_arguments(node) == 0
     monkeypatch.setitem(LOWERINGS, Join, dataclasses.replace(LOWERINGS[Join], pack_start=None))
-    assert codegen.packed_arguments(node) is None
+    assert packed_arguments(node) is None
     narrow = pt.stack([pt.dscalar(f"s{k}") for k in range(MAX_ITEMS)]).owner
-    assert isinstance(narrow.op, MakeVector) and codegen.packed_arguments(narrow) is None
+    assert isinstance(narrow.op, MakeVector) and packed_arguments(narrow) is None
 
 
 def test_the_lowerings_command_prints_every_record(capsys):

@@ -61,7 +61,8 @@ COLUMNS = (
 FOOTNOTE = (
     f"Ratios (in brackets) are against NUMBA. * timed through the {FUNCTION_CALL} (CVM has no numba "
     "dispatcher); NUMBA and LLVM are timed as their thunk calls the jitted function (reading its input "
-    "cells, which under LLVM builds any array packs and reads 0-d float64/int64 inputs as Python scalars), "
+    "cells, which under LLVM builds any array packs and reads 0-d float64/int64 inputs as Python scalars, or "
+    "passes 6 or more of one dtype as one scalar pack of their cells), "
     "@njit as a raw call. Allocations and IR: numba code only. "
     "unopt IR instr: every instruction numba emitted during the cold compile, before LLVM optimized it. "
     "warm compile s: the same in a second fresh process on the caches the cold one filled (model cases). "

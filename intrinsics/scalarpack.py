@@ -25,10 +25,12 @@ The wrapper code a pack of float64 unboxes to is, as Python::
             table[i] = float(v)  # an exception stops the loop
     compiled_function(..., &table, ...)
 
-Compiled code hands its own scalars to such a function with `scalar_pack_of` (a table in its frame).
+Compiled code hands its own scalars to such a function with `scalar_pack_of` (a table in its frame), and
+reads a pack's value with `scalar_item`.
 """
 
 import array
+import ctypes
 
 import numpy as np
 from llvmlite import ir
@@ -45,12 +47,35 @@ from intrinsics.argpack import (
     PACKS_SUPPORTED,
     _call,
     _field,
+    table_item,
 )
 
-__all__ = ["SCALAR_DTYPES", "ScalarPack", "ScalarPackType", "scalar_pack_of"]
+__all__ = ["SCALAR_DTYPES", "ScalarPack", "ScalarPackType", "scalar_item", "scalar_pack_of"]
 
 SCALAR_DTYPES = (types.float64, types.int64)
 """The scalar types a pack holds: those numba unboxes a Python float or int into exactly."""
+
+OB_SIZE_OFFSET = 16
+LIST_ITEMS_OFFSET = 24
+"""Byte offsets of ``ob_size`` and ``ob_item`` in a ``PyListObject`` (64-bit CPython)."""
+
+
+def _lists_read() -> bool:
+    """Do the offsets above read a live list's size and items?"""
+    first, second = object(), object()
+    lst = [first, second]
+    items = ctypes.c_void_p.from_address(id(lst) + LIST_ITEMS_OFFSET).value
+    return (
+        ctypes.sizeof(ctypes.c_void_p) == 8
+        and ctypes.c_ssize_t.from_address(id(lst) + OB_SIZE_OFFSET).value == 2
+        and ctypes.c_void_p.from_address(items).value == id(first)
+        and ctypes.c_void_p.from_address(items + 8).value == id(second)
+    )
+
+
+LISTS_READ = _lists_read()
+"""Whether the unboxing reads lists' (the cells') size and items from the list struct; if not, through
+``PyList_Size`` and ``PyList_GetItem``."""
 
 
 class ScalarPackType(types.Type):
@@ -89,11 +114,11 @@ class ScalarPack(array.array):
     and cleared NotImplementedError, then the read of ``_numba_type_``, at every call (0.3 µs). A pack is
     therefore an empty ``array.array`` (a buffer), of a subclass of its own per pack type, as numba's
     fingerprint of a buffer holds its Python type: a pack is typed from the cache, and ``_numba_type_``
-    is read once per pack type.
+    is read once per pack type. The unboxing reads one attribute, ``parts``: ``np.ndarray``, the dtype,
+    ``list`` and the cells.
     """
 
-    __slots__ = ("_numba_type_", "cells", "dtype")
-    ndarray = np.ndarray
+    __slots__ = ("_numba_type_", "parts")
     _subclasses: dict = {}
     """Pack type -> the subclass of its packs."""
 
@@ -104,9 +129,12 @@ class ScalarPack(array.array):
             subclass = ScalarPack._subclasses[numba_type] = type(name, (ScalarPack,), {"__slots__": ()})
         pack = array.array.__new__(subclass, "b")
         pack._numba_type_ = numba_type
-        pack.dtype = numpy_support.as_dtype(numba_type.dtype)
-        pack.cells = list(cells)
+        pack.parts = (np.ndarray, numpy_support.as_dtype(numba_type.dtype), list, list(cells))
         return pack
+
+    @property
+    def cells(self) -> list:
+        return self.parts[3]
 
     @classmethod
     def of_values(cls, numba_type: ScalarPackType, values) -> "ScalarPack":
@@ -148,6 +176,27 @@ def _convert(builder, pyapi, dtype, item, slot):
     return builder.load(raised)
 
 
+def _list_size(builder, pyapi, lst):
+    """``len(lst)`` of a list: its ``ob_size`` where `LISTS_READ`, else ``PyList_Size``."""
+    if LISTS_READ:
+        return _field(builder, lst, OB_SIZE_OFFSET, pyapi.py_ssize_t)
+    return pyapi.list_size(lst)
+
+
+def _list_item(builder, pyapi, lst, index):
+    """Item ``index`` (in range) of a list, borrowed: a load from its ``ob_item`` where `LISTS_READ`, else
+    ``PyList_GetItem``."""
+    if LISTS_READ:
+        items = _field(builder, lst, LIST_ITEMS_OFFSET, pyapi.pyobj.as_pointer())
+        return builder.load(builder.gep(items, [index]))
+    return pyapi.list_getitem(lst, index)
+
+
+def _is_type(builder, obj, type_object):
+    i8p = ir.IntType(8).as_pointer()
+    return builder.icmp_unsigned("==", _field(builder, obj, OB_TYPE_OFFSET, i8p), builder.bitcast(type_object, i8p))
+
+
 @unbox(ScalarPackType)
 def unbox_scalar_pack(typ, obj, c):
     builder, pyapi, context = c.builder, c.pyapi, c.context
@@ -156,39 +205,73 @@ def unbox_scalar_pack(typ, obj, c):
     count = ir.Constant(intp, typ.count)
     table = cgutils.alloca_once(builder, value_type, size=typ.count, name="scalars")
     failed = cgutils.alloca_once_value(builder, cgutils.true_bit)
-    cells = pyapi.object_getattr_string(obj, "cells")
-    dtype = pyapi.object_getattr_string(obj, "dtype")
-    ndarray = pyapi.object_getattr_string(obj, "ndarray")
-    got_all = builder.and_(cgutils.is_not_null(builder, cells), cgutils.is_not_null(builder, dtype))
-    got_all = builder.and_(got_all, cgutils.is_not_null(builder, ndarray))
-    with builder.if_then(got_all, likely=True):
-        size = pyapi.list_size(cells)
-        with builder.if_else(builder.icmp_signed("==", size, count), likely=True) as (right_size, wrong_size):
-            with wrong_size:
-                with builder.if_then(cgutils.is_null(builder, pyapi.err_occurred()), likely=True):
-                    pyapi.err_format("PyExc_TypeError", f"a scalar pack of {typ.count} cells was given %zd", size)
-            with right_size:
-                builder.store(cgutils.false_bit, failed)
-                with cgutils.for_range(builder, count) as loop:
-                    cell = pyapi.list_getitem(cells, loop.index)
-                    item = _call(builder, pyapi, "PySequence_GetItem", pyapi.pyobj, [cell, ir.Constant(intp, 0)])
-                    with builder.if_then(cgutils.is_null(builder, item), likely=False):
-                        builder.store(cgutils.true_bit, failed)
-                        loop.do_break()
-                    slot = builder.gep(table, [loop.index])
-                    fast = _is_exact_0d(builder, item, ndarray, dtype) if PACKS_SUPPORTED else cgutils.false_bit
-                    with builder.if_else(fast, likely=True) as (read, convert):
-                        with read:
-                            data = builder.bitcast(_field(builder, item, DATA_OFFSET, pyapi.voidptr), slot.type)
-                            builder.store(builder.load(data, align=1), slot)
-                        with convert:
-                            builder.store(_convert(builder, pyapi, typ.dtype, item, slot), failed)
-                    pyapi.decref(item)
-                    with builder.if_then(builder.load(failed), likely=False):
-                        loop.do_break()
-    for ref in (cells, dtype, ndarray):
-        pyapi.decref(ref)
+    item_slot = cgutils.alloca_once(builder, pyapi.pyobj, name="item")
+    owned = cgutils.alloca_once(builder, cgutils.bool_t, name="owned")
+    parts = pyapi.object_getattr_string(obj, "parts")
+    with builder.if_then(cgutils.is_not_null(builder, parts), likely=True):
+        ndarray, dtype, list_type, cells = (pyapi.tuple_getitem(parts, k) for k in range(4))
+        got_all = cgutils.is_not_null(builder, cells)
+        for part in (ndarray, dtype, list_type):
+            got_all = builder.and_(got_all, cgutils.is_not_null(builder, part))
+        with builder.if_then(got_all, likely=True):
+            size = builder.select(_is_type(builder, cells, list_type), _list_size(builder, pyapi, cells), intp(-1))
+            with builder.if_else(builder.icmp_signed("==", size, count), likely=True) as (right_size, wrong_size):
+                with wrong_size:
+                    pyapi.err_format("PyExc_TypeError", f"a scalar pack of {typ.count} cells was given %R", cells)
+                with right_size:
+                    builder.store(cgutils.false_bit, failed)
+                    with cgutils.for_range(builder, count) as loop:
+                        frame = (table, failed, item_slot, owned)
+                        _read_cell(builder, pyapi, typ, (ndarray, dtype, list_type, cells), loop, frame)
+    pyapi.decref(parts)
     return NativeValue(table, is_error=builder.load(failed))
+
+
+def _read_cell(builder, pyapi, typ, parts, loop, frame):
+    """Store ``cells[k][0]`` (``k`` the loop's index) at ``table[k]``, or set ``failed`` and leave the loop
+    (``parts`` are the pack's, ``frame`` the wrapper's allocas). A conversion may run Python code that changes
+    ``cells``: its size is read again for each cell."""
+    ndarray, dtype, list_type, cells = parts
+    table, failed, item_slot, owned = frame
+    k = loop.index
+    with builder.if_then(builder.icmp_signed(">=", k, _list_size(builder, pyapi, cells)), likely=False):
+        pyapi.err_set_string("PyExc_TypeError", "the scalar pack's cells changed while it was read")
+        builder.store(cgutils.true_bit, failed)
+        loop.do_break()
+    cell = _list_item(builder, pyapi, cells, k)
+    direct = cgutils.alloca_once_value(builder, cgutils.false_bit)
+    if LISTS_READ:
+        with builder.if_then(_is_type(builder, cell, list_type), likely=True):
+            one = ir.Constant(pyapi.py_ssize_t, 1)
+            builder.store(builder.icmp_signed(">=", _list_size(builder, pyapi, cell), one), direct)
+    with builder.if_else(builder.load(direct), likely=True) as (borrowed, fetched):
+        with borrowed:
+            builder.store(_list_item(builder, pyapi, cell, ir.Constant(pyapi.py_ssize_t, 0)), item_slot)
+            builder.store(cgutils.false_bit, owned)
+        with fetched:
+            index = ir.Constant(pyapi.py_ssize_t, 0)
+            builder.store(_call(builder, pyapi, "PySequence_GetItem", pyapi.pyobj, [cell, index]), item_slot)
+            builder.store(cgutils.true_bit, owned)
+    item = builder.load(item_slot)
+    with builder.if_then(cgutils.is_null(builder, item), likely=False):
+        builder.store(cgutils.true_bit, failed)
+        loop.do_break()
+    slot = builder.gep(table, [k])
+    fast = _is_exact_0d(builder, item, ndarray, dtype) if PACKS_SUPPORTED else cgutils.false_bit
+    with builder.if_else(fast, likely=True) as (read, convert):
+        with read:
+            data = builder.bitcast(_field(builder, item, DATA_OFFSET, pyapi.voidptr), slot.type)
+            builder.store(builder.load(data, align=1), slot)
+            with builder.if_then(builder.load(owned), likely=False):
+                pyapi.decref(item)
+        with convert:
+            # the conversion may run Python code, which could drop a borrowed item
+            with builder.if_then(builder.not_(builder.load(owned))):
+                pyapi.incref(item)
+            builder.store(_convert(builder, pyapi, typ.dtype, item, slot), failed)
+            pyapi.decref(item)
+    with builder.if_then(builder.load(failed), likely=False):
+        loop.do_break()
 
 
 @intrinsic
@@ -222,3 +305,17 @@ def scalar_pack_of(typingctx, dtype, values):
         return table
 
     return pack(dtype, values), codegen
+
+
+@intrinsic
+def scalar_item(typingctx, pack, index):
+    """Value ``index`` of ``pack``, a literal below the pack's count: a load from its table."""
+    if not isinstance(pack, ScalarPackType) or not isinstance(index, types.IntegerLiteral):
+        return None
+    if not 0 <= index.literal_value < pack.count:
+        raise IndexError(f"item {index.literal_value} of {pack}")
+
+    def codegen(context, builder, signature, args):
+        return table_item(builder, args[0], index.literal_value)
+
+    return pack.dtype(pack, index), codegen

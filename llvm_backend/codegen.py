@@ -64,12 +64,12 @@ each into exactly that dtype, and far faster than a 0-d array (whose unboxing al
 bool: numba computes on bools as Python does (``True * True`` is the int64 1), where PyTensor's bool Elemwise
 stays bool, so a bool input read as a scalar would change the dtype of what scalar math makes of it."""
 
-SCALAR_PACK_MIN = 10
+SCALAR_PACK_MIN = 6
 """From this many 0-d inputs of one `NATIVE_SCALARS` dtype on, a graph function takes them as one `ScalarPack`.
 Per call from the thunk, a native scalar argument costs about 45 ns (``float(cell[0])``, numba's dispatch on
-and unboxing of it) and a pack about 12 ns per scalar plus 0.35 µs (numba's dispatch on a buffer, the
-unboxing's attribute reads): measured equal between 8 and 12 scalars, the pack 0.2 µs faster at 16 and
-2 µs at 60."""
+and unboxing of it) and a pack about 2 ns per scalar plus 0.15 µs (numba's dispatch on a buffer, the
+unboxing's attribute read): measured equal from 4 to 6 scalars, the pack 0.2 µs faster at 8 and 0.45 µs at
+16."""
 
 
 def native_scalar(dtype: str, value):

@@ -41,7 +41,7 @@ __all__ = [
 ]
 
 # Bump when any lowering's generated code changes, so stale on-disk cache entries are not reused.
-CODEGEN_VERSION = 19
+CODEGEN_VERSION = 20
 
 MAX_ITEMS = 30
 """The widest call or tuple display CPython still compiles to a single opcode: past it, the graph function

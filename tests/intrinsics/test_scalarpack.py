@@ -7,7 +7,7 @@ from numba._dispatcher import compute_fingerprint
 from numba.core import errors, types
 
 from intrinsics.argpack import table_item
-from intrinsics.scalarpack import ScalarPack, ScalarPackType, scalar_pack_of
+from intrinsics.scalarpack import ScalarPack, ScalarPackType, scalar_item, scalar_pack_of
 from llvm_backend.tools.measure import nrt_allocations_per_call
 
 
@@ -92,11 +92,33 @@ def test_an_int_beyond_int64_is_an_overflow_error():
 
 def test_a_pack_of_the_wrong_size_or_a_cell_without_an_item_0_is_a_type_error():
     pack_type = ScalarPackType.of("float64", 3)
-    with pytest.raises(TypeError, match="a scalar pack of 3 cells was given 2"):
+    with pytest.raises(TypeError, match=r"a scalar pack of 3 cells was given \[\[1.0\], \[2.0\]\]"):
         values_of(ScalarPack(pack_type, [[1.0], [2.0]]))
     with pytest.raises(TypeError):
         values_of(ScalarPack(pack_type, [[1.0], 2.0, [3.0]]))
+    with pytest.raises(IndexError):
+        values_of(ScalarPack(pack_type, [[1.0], [], [3.0]]))
     assert values_of(ScalarPack(pack_type, ([1.0], (2.0,), np.asarray([3.0])))) == (1.0, 2.0, 3.0)
+
+
+class _Shrinking:
+    """A number whose conversion empties the pack's cells (and drops itself from its cell)."""
+
+    def __init__(self, cells):
+        self.cells = cells
+
+    def __float__(self):
+        self.cells[1][0] = None
+        self.cells.clear()
+        return 2.5
+
+
+def test_cells_changed_by_a_conversion_are_a_type_error_not_a_stale_read():
+    pack = ScalarPack(ScalarPackType.of("float64", 3), [])
+    cells = pack.cells
+    cells.extend([[np.asarray(1.0)], [_Shrinking(cells)], [np.asarray(3.0)]])
+    with pytest.raises(TypeError, match="the scalar pack's cells changed while it was read"):
+        values_of(pack)
 
 
 def test_unboxing_allocates_nothing_and_keeps_reference_counts():
@@ -162,3 +184,14 @@ def test_numbas_dispatcher_types_a_pack_from_its_fingerprint_cache():
     ]
     with pytest.raises(NotImplementedError):
         compute_fingerprint(object())
+
+
+@numba.njit
+def _first_and_last(pack):
+    return scalar_item(pack, 0), scalar_item(pack, 2)
+
+
+def test_scalar_item_reads_one_value_and_refuses_an_index_past_the_pack():
+    assert _first_and_last(_pack("int64", [4, 5, 6])) == (4, 6)
+    with pytest.raises(IndexError, match=r"item 2 of ScalarPack\(float64, 2\)"):
+        _first_and_last(_pack("float64", [1.0, 2.0]))

@@ -112,7 +112,7 @@ def test_wide_graphs_with_mixed_inputs_and_outputs_pack_and_list_them(n):
     outs = [v * 2 for v in vs] + [vs[0], vs[3], vs[0] * 2]
     fn, _ = compare_llvm_numba_and_py(vs, outs, values)
     graph = fn.vm.graph_source
-    assert {str(p.numba_type.array_type) for p in graph.packs} >= {"array(float64, 1d, A)", "array(int32, 1d, A)"}
+    assert {str(p.numba_type.item_type) for p in graph.packs} >= {"array(float64, 1d, A)", "array(int32, 1d, A)"}
     assert len(graph.output_lists) >= 3
     assert sorted(graph.direct_outputs + [i for listed in graph.output_lists for i in listed]) == list(range(len(outs)))
 

@@ -25,10 +25,20 @@ from intrinsics.argpack import ArrayPack, ArrayPackType, pack_item
 from intrinsics.join import linear_join
 from intrinsics.loops import LoopOutput, LoopSpec, loop_intrinsic
 from intrinsics.reduction import full_reduce
+from intrinsics.scalarpack import ScalarPack, ScalarPackType, scalar_item
 from intrinsics.select import select
 from llvm_backend.tools.measure import function_instruction_count, nrt_allocations_per_call, seconds_per_call
 
-__all__ = ["MICRO_CASES", "Micro", "MicroResult", "as_json", "format_micro_table", "measure_micro", "select_micro"]
+__all__ = [
+    "MICRO_CASES",
+    "Micro",
+    "MicroResult",
+    "as_json",
+    "format_micro_table",
+    "measure_micro",
+    "peer_arguments",
+    "select_micro",
+]
 
 OURS, PEER = "ours", "peer"
 ALLOCATION_CALLS = 20
@@ -125,6 +135,16 @@ def last_of_tuple(arrays):
     return arrays[59][0]
 
 
+@numba.njit
+def last_of_scalar_pack(pack):
+    return scalar_item(pack, 59)
+
+
+@numba.njit
+def last_of_scalars(scalars):
+    return scalars[59]
+
+
 def _switch_chain(n: int, name: str, step: str) -> numba.core.registry.CPUDispatcher:
     """An ``@njit`` function of ``n`` switches on a running value in one body (a PyMC model's bounds checks
     fused into one Composite), each ``v = step``."""
@@ -201,6 +221,15 @@ def _micro_cases() -> list[Micro]:
             lambda: (_pack(60),),
         )
     )
+    cases.append(
+        Micro(
+            "intrinsics/scalarpack/unbox_60",
+            "60 0-d float64 arrays in their cells passed as one scalar pack against a tuple of their floats",
+            last_of_scalar_pack,
+            last_of_scalars,
+            lambda: (ScalarPack(ScalarPackType.of("float64", 60), [[np.asarray(float(k))] for k in range(60)]),),
+        )
+    )
     return cases
 
 
@@ -212,9 +241,17 @@ def select_micro(pattern: str | None = None) -> list[Micro]:
     return [case for name, case in MICRO_CASES.items() if pattern is None or re.search(pattern, name)]
 
 
-def _peer_arguments(arguments: tuple) -> tuple:
-    """A peer takes a tuple where ours takes a pack."""
-    return tuple(tuple(a.arrays) if isinstance(a, ArrayPack) else a for a in arguments)
+def peer_arguments(arguments: tuple) -> tuple:
+    """A peer takes a tuple where ours takes a pack (of a scalar pack, the Python scalars of its cells' values)."""
+    return tuple(_as_tuple(a) for a in arguments)
+
+
+def _as_tuple(argument):
+    if isinstance(argument, ArrayPack):
+        return tuple(argument.arrays)
+    if isinstance(argument, ScalarPack):
+        return tuple(cell[0].item() for cell in argument.cells)
+    return argument
 
 
 def measure_micro(cases: list[Micro], rounds: int = 9, progress: Callable[[str], None] = print) -> list[MicroResult]:
@@ -224,7 +261,7 @@ def measure_micro(cases: list[Micro], rounds: int = 9, progress: Callable[[str],
     for i, micro in enumerate(cases, start=1):
         progress(f"[{i}/{len(cases)}] {micro.name}: compiling and timing ours and its peer")
         arguments = micro.arguments()
-        sides = {OURS: (micro.ours, arguments), PEER: (micro.peer, _peer_arguments(arguments))}
+        sides = {OURS: (micro.ours, arguments), PEER: (micro.peer, peer_arguments(arguments))}
         compiled, calls = {}, {}
         for side, (dispatcher, args) in sides.items():
             fresh = numba.jit(**dispatcher.targetoptions)(dispatcher.py_func)

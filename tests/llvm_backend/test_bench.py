@@ -5,13 +5,19 @@ import numpy as np
 import pytensor
 import pytest
 from llvm_backend_bench.cases import CASES, FLOOR, MODES, QUICK_CASES, REFERENCE, select_cases
-from llvm_backend_bench.intrinsics import MICRO_CASES, Micro, format_micro_table, measure_micro, select_micro
+from llvm_backend_bench.intrinsics import (
+    MICRO_CASES,
+    Micro,
+    format_micro_table,
+    measure_micro,
+    peer_arguments,
+    select_micro,
+)
 from llvm_backend_bench.plots import COMPILE_PLOT, PER_CALL_PLOT, compile_time_plot, per_call_plot
 from llvm_backend_bench.run import BenchRun, format_bench_table
 from pytensor import config
 
 import llvm_backend  # noqa: F401
-from intrinsics.argpack import ArrayPack
 from llvm_backend.tools.cli import main
 from llvm_backend.tools.graphs import join_arrays, logp_grad, reduction, scalar_index
 from llvm_backend.tools.measurements import FUNCTION_CALL, NUMBA_CALL, Measurement, compile_runner
@@ -172,9 +178,8 @@ def test_bench_refuses_an_unknown_mode(capsys):
 def test_each_intrinsic_microbenchmark_computes_what_its_peer_does(name):
     micro = MICRO_CASES[name]
     arguments = micro.arguments()
-    peer_arguments = tuple(tuple(a.arrays) if isinstance(a, ArrayPack) else a for a in arguments)
     # the peer's Python source is numpy: run as Python, it gives the values without numba's compile
-    np.testing.assert_allclose(micro.ours(*arguments), micro.peer.py_func(*peer_arguments), rtol=1e-9)
+    np.testing.assert_allclose(micro.ours(*arguments), micro.peer.py_func(*peer_arguments(arguments)), rtol=1e-9)
 
 
 def test_a_microbenchmark_of_ones_own_is_measured_and_tabulated():

@@ -470,15 +470,26 @@ def _width(draw) -> int:
 
 
 def _filled_join_entries(draw, g: _Draft, base: Value) -> tuple[list[str], int]:
-    """A 1-d join's entries around a map of the vector ``base`` that only the join reads (which the LLVM mode's
-    loop writes within the join's output, `filled_joins`): 0-d values as 1-element vectors and vectors of a
-    static length, or, to keep it from applying, other vectors. Returns the entries and the output's length."""
-    other = [f"{v.name}[None]" for v in g.pool if v.ndim == 0]
-    other += [v.name for v in g.pool if v.ndim == 1 and (v.static[0] is not None or draw(st.booleans()))]
-    entries = [draw(st.sampled_from(other)) for _ in range(draw(st.integers(1, 4)))] if other else []
-    entries.insert(draw(st.integers(0, len(entries))), f"{draw(st.sampled_from(UNARY[base.kind]))}({base.name})")
-    size = base.shape[0] + sum(_runtime(g, entry)[0] for entry in entries if not entry.endswith(f"({base.name})"))
-    return entries, size
+    """A 1-d join's entries around a map of the vector ``base`` that only the join reads. Three times in four
+    the other entries are what lets the LLVM mode's loop write the map within the join's output
+    (`filled_joins`): values of ``base``'s dtype of a static length (0-d values as 1-element vectors, vectors
+    of a static shape, a constant vector); else, which may keep it from applying, any 0-d values and vectors.
+    Returns the entries and the output's length."""
+    length = draw(st.integers(1, 3))
+    fitting = [(f"pt.zeros({length}, dtype='{base.dtype}')", length)]
+    fitting += [(f"{v.name}[None]", 1) for v in g.pool if v.ndim == 0 and v.dtype == base.dtype]
+    fitting += [
+        (v.name, v.shape[0]) for v in g.pool if v.ndim == 1 and v.static[0] is not None and v.dtype == base.dtype
+    ]
+    other = [(f"{v.name}[None]", 1) for v in g.pool if v.ndim == 0] + [
+        (v.name, v.shape[0]) for v in g.pool if v.ndim == 1
+    ]
+    choices = fitting if draw(st.integers(0, 3)) else other
+    entries = [draw(st.sampled_from(choices)) for _ in range(draw(st.integers(1, 4)))]
+    entries.insert(
+        draw(st.integers(0, len(entries))), (f"{draw(st.sampled_from(UNARY[base.kind]))}({base.name})", base.shape[0])
+    )
+    return [entry for entry, _ in entries], sum(size for _, size in entries)
 
 
 def _join(draw, g: _Draft) -> None:

@@ -291,8 +291,8 @@ class _Writer:
         self.embedded: list = []
         self.slots: dict = {}
         self.scalar_slots: dict = {}
-        """Each input passed as a native scalar -> its slot as an item of its scalar pack (``slots`` has its 0-d
-        array's, if a node reads one)."""
+        """Each input passed as a native scalar -> its parameter's slot, or its item's in its scalar pack (``slots``
+        has its 0-d array's, if a node reads one)."""
         self.n_arguments = 0
         self.next_slot = 0
         self.items: list[PlanItem] = []

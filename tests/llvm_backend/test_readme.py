@@ -1,0 +1,46 @@
+"""Every ```python block of README.md runs as written, each in a fresh Python process."""
+
+import ast
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+README = Path(__file__).parents[2] / "README.md"
+TEXT = README.read_text()
+BLOCK = re.compile(r"^```python\n(.*?)^```$", re.DOTALL | re.MULTILINE)
+EXTRAS = ("pymc", "nutpie")
+"""Modules of the ``pymc`` extra: a block importing one runs only where it is installed."""
+
+
+def _section(offset: int) -> str:
+    """The heading of the README section ``offset`` falls in."""
+    return re.findall(r"^## (.*)$", TEXT[:offset], re.MULTILINE)[-1]
+
+
+SNIPPETS = [(_section(m.start()), m.group(1)) for m in BLOCK.finditer(TEXT)]
+
+
+def _imported(source: str) -> set[str]:
+    """The top-level modules ``source`` imports."""
+    names = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def test_every_python_block_is_found():
+    assert len(SNIPPETS) == TEXT.count("```python") > 0
+
+
+@pytest.mark.parametrize("source", [source for _, source in SNIPPETS], ids=[section for section, _ in SNIPPETS])
+def test_readme_snippet_runs(source, tmp_path):
+    for module in sorted(_imported(source) & set(EXTRAS)):
+        pytest.importorskip(module)
+    done = subprocess.run([sys.executable, "-c", source], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr

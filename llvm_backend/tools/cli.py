@@ -273,7 +273,11 @@ def _add_fuzz(commands) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="llvm-backend", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="llvm-backend",
+        description="Measure, inspect, benchmark and fuzz PyTensor's LLVM mode: report, ir, bench, lowerings, cache "
+        "and fuzz.",
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     _add_report(commands)
     _add_ir(commands)

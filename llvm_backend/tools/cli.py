@@ -4,6 +4,7 @@ import argparse
 import json
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 __all__ = ["UsageError", "lowerings_table", "main"]
@@ -261,13 +262,28 @@ def _fuzz(args) -> int:
     return 1 if summary.failures else 0
 
 
+def _positive(kind: type) -> Callable[[str], int | float]:
+    """An argparse type: ``kind`` of the argument, refused (argparse's error, status 2) unless it is above 0."""
+
+    def parse(text: str) -> int | float:
+        value = kind(text)
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"must be positive, not {text} (a fuzz run must check something)")
+        return value
+
+    parse.__name__ = kind.__name__  # argparse names it in "invalid int value: 'x'"
+    return parse
+
+
 def _add_fuzz(commands) -> None:
     fuzz = commands.add_parser(
         "fuzz", help="check random graphs under LLVM against the py linker and stock NUMBA; write reproducers"
     )
     fuzz.add_argument("--seed", type=int, default=0, help="hypothesis seed (default: 0)")
-    fuzz.add_argument("--graphs", type=int, help="stop after this many graphs (default: 100 unless --minutes)")
-    fuzz.add_argument("--minutes", type=float, help="stop after this many minutes")
+    fuzz.add_argument(
+        "--graphs", type=_positive(int), help="stop after this many graphs (default: 100 unless --minutes)"
+    )
+    fuzz.add_argument("--minutes", type=_positive(float), help="stop after this many minutes")
     fuzz.add_argument("--out", metavar="DIR", default="fuzz-results", help="where to write reproducers")
     fuzz.set_defaults(run=_fuzz)
 

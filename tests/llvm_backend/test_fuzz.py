@@ -18,6 +18,7 @@ from pytensor.link.numba.dispatch.basic import numba_njit
 
 import llvm_backend  # noqa: F401  (registers the LLVM mode)
 from llvm_backend.dispatch import LOWERINGS, register_lowering
+from llvm_backend.tools.cli import main
 from llvm_backend.tools.fuzz.generator import FAMILIES, graphs
 from llvm_backend.tools.fuzz.isolated import WorkerError, run_isolated
 from llvm_backend.tools.fuzz.oracle import check, reporting_stages
@@ -34,6 +35,18 @@ def test_bounded_run_has_no_mismatch_or_crash(tmp_path):
     assert summary.graphs == BOUNDED_GRAPHS
     assert [f for f in FAMILIES if not summary.families[f]] == [], summary.format()
     assert summary.tracked["Join"] and summary.tracked["ScalarCAReduce"], summary.format()
+
+
+@pytest.mark.parametrize(
+    "flag, value", [("--minutes", "-1"), ("--minutes", "0"), ("--graphs", "0"), ("--graphs", "-3")]
+)
+def test_the_command_refuses_a_run_that_checks_nothing(tmp_path, capsys, flag, value):
+    out = tmp_path / "out"
+    with pytest.raises(SystemExit) as stop:
+        main(["fuzz", flag, value, "--out", str(out)])
+    assert stop.value.code == 2
+    assert f"llvm-backend fuzz: error: argument {flag}: must be positive, not {value}" in capsys.readouterr().err
+    assert not out.exists()
 
 
 ROOT = Path(__file__).parents[2]

@@ -13,8 +13,18 @@ from llvm_backend_bench.intrinsics import (
     peer_arguments,
     select_micro,
 )
-from llvm_backend_bench.plots import COMPILE_PLOT, PER_CALL_PLOT, compile_time_plot, per_call_plot
+from llvm_backend_bench.plots import (
+    COMPILE_PLOT,
+    MODE_COLOURS,
+    PER_CALL_PLOT,
+    compile_time_figure,
+    compile_time_plot,
+    mode_colour,
+    per_call_figure,
+    per_call_plot,
+)
 from llvm_backend_bench.run import BenchRun, format_bench_table
+from matplotlib.colors import to_rgba
 from pytensor import config
 
 import llvm_backend  # noqa: F401
@@ -129,6 +139,44 @@ def test_plots_are_pngs_and_the_compile_plot_needs_cold_compiles(tmp_path):
     no_n = {name: {**case, "n": None} for name, case in cases.items()}
     assert compile_time_plot(rows, no_n, tmp_path / "none.png") is None
     assert not (tmp_path / "none.png").exists()
+
+
+def drawn_colours(figure) -> dict[str, tuple]:
+    """Mode -> the RGBA colour its lines and bars are drawn in, over every panel of ``figure`` (one per mode)."""
+    drawn = {}
+    for axes in figure.axes:
+        for line in axes.get_lines():
+            drawn.setdefault(line.get_label(), set()).add(to_rgba(line.get_color()))
+        for bars in axes.containers:
+            drawn.setdefault(bars.get_label(), set()).update(to_rgba(bar.get_facecolor()) for bar in bars)
+    assert all(len(colours) == 1 for colours in drawn.values()), drawn
+    return {mode: colours.pop() for mode, colours in drawn.items()}
+
+
+def test_each_mode_has_one_colour_in_every_figure():
+    assert set(MODE_COLOURS) == {*MODES, REFERENCE, FLOOR}
+    assert len(set(MODE_COLOURS.values())) == len(MODE_COLOURS)
+    rows, cases = fake_results()
+    others = [
+        Measurement(r.graph, mode, r.cold_compile_s, r.us_per_call, None, None, None)
+        for r in rows
+        if r.mode == "NUMBA"
+        for mode in (REFERENCE, FLOOR, "JAX")
+    ]
+    all_modes = rows + others
+    some_modes = [r for r in rows + others if r.mode in ("CVM", FLOOR, "JAX")]
+    figures = [
+        compile_time_figure(all_modes, cases),
+        compile_time_figure(some_modes, cases),
+        per_call_figure(all_modes),
+        per_call_figure(some_modes),
+    ]
+    expected = {mode: to_rgba(mode_colour(mode)) for mode in ("NUMBA", "LLVM", "CVM", REFERENCE, FLOOR, "JAX")}
+    assert [drawn_colours(figure) for figure in figures] == [
+        expected,
+        {mode: expected[mode] for mode in ("CVM", FLOOR, "JAX")},
+    ] * 2
+    assert to_rgba(mode_colour("JAX")) not in {to_rgba(colour) for colour in MODE_COLOURS.values()}
 
 
 def test_quick_bench_writes_table_json_and_plots(tmp_path, capsys):

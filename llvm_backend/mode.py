@@ -10,12 +10,13 @@ from pytensor.graph.rewriting.basic import in2out
 from pytensor.graph.rewriting.db import RewriteDatabaseQuery, SequenceDB
 
 from llvm_backend import rewrite_cache
+from llvm_backend.function import LLVMFunctionMaker
 from llvm_backend.linker import REWRITE_TAG, LLVMLinker
 from llvm_backend.rewrites.hoist import hoist_invariants
 from llvm_backend.rewrites.scalar_inputs import ExposeScalarInputs
 from llvm_backend.rewrites.supervisor import use_indexed_supervisor
 
-__all__ = ["LINKER_NAME", "LLVM", "MODE_NAME", "llvm_rewrites", "register"]
+__all__ = ["LINKER_NAME", "LLVM", "MODE_NAME", "LLVMMode", "llvm_rewrites", "register"]
 
 MODE_NAME = "LLVM"
 LINKER_NAME = "llvm"
@@ -29,7 +30,18 @@ llvm_rewrites.register(
     "hoist_invariants", in2out(hoist_invariants, name="hoist_invariants"), "fast_run", REWRITE_TAG, position=0.5
 )
 
-LLVM = Mode(
+
+class LLVMMode(Mode):
+    """A `Mode` whose functions, when its linker is ours, are `LLVMFunction`\\ s (safe to call from several
+    threads). ``including``, ``excluding`` and ``clone`` keep the class, so PyMC's variants of "LLVM" do too;
+    a plain ``Mode(linker="llvm")`` makes PyTensor's own `Function`."""
+
+    @property
+    def function_maker(self):
+        return LLVMFunctionMaker if isinstance(self.linker, LLVMLinker) else super().function_maker
+
+
+LLVM = LLVMMode(
     linker=LLVMLinker(),
     optimizer=RewriteDatabaseQuery(include=["fast_run", "numba", REWRITE_TAG]),
 )

@@ -16,7 +16,7 @@ from numba.core import cgutils, errors, types
 from numba.core.callconv import excinfo_t
 from numba.extending import intrinsic
 
-__all__ = ["address_call", "call_as_function", "raise_status"]
+__all__ = ["address_call", "call_as_function", "chosen_address_call", "raise_status"]
 
 
 def call_as_function(context, builder, signature, args, emit_body, name: str):
@@ -48,7 +48,8 @@ def raise_status(context, builder, status):
 
 
 def address_call(dispatcher):
-    """The intrinsic ``call(arguments)``: ``dispatcher(*arguments)``, its compiled code called through its address.
+    """The intrinsic ``call(arguments)``: ``dispatcher(*arguments)``, its compiled code called through its address
+    (`chosen_address_call` of ``dispatcher`` whatever the arguments' types).
 
     A call of a dispatcher from compiled code links the dispatcher's whole module into the caller's, where LLVM
     optimizes and compiles it to machine code once more: a ``numba.cfunc`` calling a 65-parameter model's
@@ -57,12 +58,19 @@ def address_call(dispatcher):
     (``add_dynamic_addr``), so it caches no function calling this one, whose code would hold an address of
     this process; the dispatcher itself stays cacheable.
     """
-    label = getattr(dispatcher, "__name__", "function")
+    return chosen_address_call(lambda _: dispatcher, getattr(dispatcher, "__name__", "function"))
+
+
+def chosen_address_call(choose, label: str):
+    """The intrinsic ``call(arguments)``: ``choose(argument types)(*arguments)``, the dispatcher ``choose`` returns
+    for the tuple of the arguments' numba types (at typing time; it may raise a ``TypingError``) called through
+    the address of its compiled code, as `address_call` calls one."""
 
     @intrinsic
     def call(typingctx, arguments):
         if not isinstance(arguments, types.BaseTuple):
             raise errors.TypingError(f"address_call({label}): the arguments must be a tuple, got {arguments}")
+        dispatcher = choose(tuple(arguments))
         function_type = typingctx.resolve_value_type(dispatcher)
         target = typingctx.resolve_function_type(function_type, tuple(arguments), {})
         if target is None:

@@ -3,14 +3,18 @@ function written by ``llvm_backend.codegen`` so that its IR grows linearly with 
 
 from typing import NamedTuple
 
+from numba.core import errors, types
+from numba.np.numpy_support import from_dtype
 from pytensor import config
+from pytensor.graph.fg import FunctionGraph
 from pytensor.link.numba.cache import compile_numba_function_src
-from pytensor.link.numba.dispatch.basic import numba_njit
+from pytensor.link.numba.dispatch.basic import numba_funcify_and_cache_key, numba_njit
 from pytensor.link.numba.linker import NumbaLinker
 from pytensor.link.utils import raise_with_op
+from pytensor.tensor.type import TensorType
 
 from intrinsics.argpack import ArrayPack, pack_of
-from intrinsics.functions import address_call
+from intrinsics.functions import address_call, chosen_address_call
 from intrinsics.graph import graph_intrinsic
 from intrinsics.scalarpack import ScalarPack, scalar_pack_of
 from intrinsics.tuples import flatten_tuple
@@ -93,15 +97,33 @@ def graph_caller(graph_fn, cells: list, scalars: list[str | None]):
     return namespace["bind"](graph_fn, *cells)
 
 
-def graph_entry(graph: GraphSource, n_inputs: int, graph_fn):
+STAR_ARGS_LIMIT = 1000
+"""numba refuses a ``*args`` tuple of more items: stock's ``jit_fn`` of more inputs takes them one by one, and so
+does ours."""
+
+
+def graph_entry(graph: GraphSource, fgraph, graph_fn):
     """PyTensor's contract for a Numba-linked function's ``vm.jit_fn``: a numba dispatcher taking the values
     of the graph's inputs and returning its outputs, callable from Python and from nopython code (nutpie
-    calls it inside a ``numba.cfunc``). Compiled on its first call (the thunk never calls it), it builds the
-    packs on its stack, passes the constant parameters, and calls the graph function through the address of
-    its code (`address_call`): a caller's module gets none of the graph's IR to optimize and compile again.
-    A graph with output lists is run in an entry of its own (which reads the lists back), called the same
-    way.
-    """
+    calls it inside a ``numba.cfunc``). Like stock's, it takes ``*args`` (up to `STAR_ARGS_LIMIT` inputs), so a
+    wrong number of arguments is numba's ``TypingError``, and it is compiled again for arguments of new types:
+    those of the graph's input types run `typed_entry`; any other (a float32 array for a float64 input, a
+    Python float for a 0-d one) runs stock's graph function of the same graph, which computes as stock does
+    on them (`typed_or_stock`)."""
+    typed = typed_entry(graph, len(fgraph.inputs), graph_fn)
+    if len(fgraph.inputs) > STAR_ARGS_LIMIT:
+        return numba_njit(typed.py_func, final_function=True)
+    env = {"llvm_graph_call": typed_or_stock(fgraph, typed)}
+    source = "def llvm_graph_entry(*args):\n    return llvm_graph_call(args)\n"
+    return numba_njit(compile_numba_function_src(source, "llvm_graph_entry", global_env=env), final_function=True)
+
+
+def typed_entry(graph: GraphSource, n_inputs: int, graph_fn):
+    """An ``@njit`` function of the graph's ``n_inputs`` inputs, of its input types, returning its outputs: it
+    builds the packs on its stack, passes the constant parameters, and calls the graph function through the
+    address of its code (`address_call`), so a caller's module gets none of the graph's IR to optimize and
+    compile again. A graph with output lists is run in an entry of its own (which reads the lists back), called
+    the same way."""
     env = {
         **graph.global_env,
         "pack_of": pack_of,
@@ -114,12 +136,56 @@ def graph_entry(graph: GraphSource, n_inputs: int, graph_fn):
         source = graph.entry_source(n_inputs, "llvm_graph_fn", name="llvm_graph_lists_entry")
         lists_entry = numba_njit(compile_numba_function_src(source, "llvm_graph_lists_entry", global_env=env))
         inputs = [f"entry_input_{k}" for k in range(n_inputs)]
-        source = f"def llvm_graph_entry({', '.join(inputs)}):\n    return llvm_graph_fn({tuple_source(inputs)})\n"
+        source = f"def llvm_graph_entry_typed({', '.join(inputs)}):\n    return llvm_graph_fn({tuple_source(inputs)})\n"
         env = {"llvm_graph_fn": address_call(lists_entry), "flatten_tuple": flatten_tuple}
     else:
         env["llvm_graph_fn"] = address_call(graph_fn)
-        source = graph.entry_source(n_inputs, "llvm_graph_fn")
-    return numba_njit(compile_numba_function_src(source, "llvm_graph_entry", global_env=env), final_function=True)
+        source = graph.entry_source(n_inputs, "llvm_graph_fn", name="llvm_graph_entry_typed")
+    return numba_njit(compile_numba_function_src(source, "llvm_graph_entry_typed", global_env=env))
+
+
+def _takes(input_type, numba_type) -> bool:
+    """Whether `typed_entry` takes an argument of ``numba_type`` for an input of PyTensor type ``input_type``: a
+    tensor's array of its dtype and ndim, in any layout; an input of another type, whatever the thunk passes."""
+    if not isinstance(input_type, TensorType):
+        return True
+    return (
+        isinstance(numba_type, types.Array)
+        and numba_type.ndim == input_type.ndim
+        and numba_type.dtype == from_dtype(input_type.numpy_dtype)
+    )
+
+
+def typed_or_stock(fgraph, typed):
+    """The intrinsic ``call(arguments)`` that runs ``typed`` on arguments it takes (`_takes`) and, on any others,
+    stock's graph function of ``fgraph`` (made on the first such call), through the address of its code
+    (`chosen_address_call`): numba's typing picks one per argument types."""
+    return chosen_address_call(_TypedOrStock(fgraph, typed), "llvm_graph_entry_typed")
+
+
+class _TypedOrStock:
+    """The dispatcher `typed_or_stock`'s call runs for a tuple of argument types; the wrong number of arguments
+    is a ``TypingError`` naming both counts."""
+
+    def __init__(self, fgraph, typed):
+        self.fgraph = fgraph
+        self.input_types = [var.type for var in fgraph.inputs]
+        self.typed = typed
+        self.stock = None
+
+    def __call__(self, arguments):
+        if len(arguments) != len(self.input_types):
+            raise errors.TypingError(f"jit_fn takes {len(self.input_types)} inputs, got {len(arguments)}")
+        if all(map(_takes, self.input_types, arguments)):
+            return self.typed
+        if self.stock is None:
+            self.stock = numba_funcify_and_cache_key(self.fgraph)[0]
+        return self.stock
+
+    def __reduce__(self):
+        # numba pickles the closure of a cached function calling jit_fn to key its cache (which never keeps such
+        # a function: it holds an address of this process); the graph is left out of that key
+        return _TypedOrStock, (FunctionGraph([], [], clone=False), self.typed)
 
 
 class ConvertedGraph(NamedTuple):
@@ -208,4 +274,4 @@ class LLVMLinker(NumbaLinker):
         thunk.graph_fn = graph_fn
         thunk.call_graph = call_graph
         thunk.graph_source = converted.graph
-        return [thunk], output_nodes, graph_entry(converted.graph, len(fgraph.inputs), graph_fn)
+        return [thunk], output_nodes, graph_entry(converted.graph, fgraph, graph_fn)

@@ -148,3 +148,59 @@ def test_jit_fn_of_no_outputs_returns_what_stock_returns():
     assert got["NUMBA"](value) is None
     assert got["LLVM"](value) is None
     assert _nopython_caller(1)(got["LLVM"], value) is None
+
+
+def _jit_fns(inputs, outputs):
+    return {mode: pytensor.function(inputs, outputs, mode=mode).vm.jit_fn for mode in ("NUMBA", "LLVM")}
+
+
+@pytest.mark.parametrize("n_inputs", [3, 60])
+def test_jit_fn_given_the_wrong_number_of_arguments_raises_what_stock_raises(n_inputs):
+    xs = [pt.dscalar(f"x{k}") for k in range(n_inputs)]
+    jit_fns = _jit_fns(xs, [pt.add(*xs)])
+    values = [np.array(float(k)) for k in range(n_inputs)]
+    for wrong in (values[:-1], [*values, values[0]]):
+        for mode, jit_fn in jit_fns.items():
+            with pytest.raises(numba.TypingError):
+                jit_fn(*wrong)
+            with pytest.raises(numba.TypingError):
+                _nopython_caller(len(wrong))(jit_fn, *wrong)
+            assert jit_fn(*values)[0] == sum(range(n_inputs)), mode
+
+
+def _float32_cases():
+    xs = [pt.dscalar(f"x{k}") for k in range(60)]
+    vs = [pt.dvector(f"v{k}") for k in range(100)]
+    x = pt.dvector("x")
+    return {
+        "60 float32 scalars": (
+            xs,
+            [sum((x - k) ** 2 / 7 for k, x in enumerate(xs))],
+            [np.array(k * 1.1, dtype="float32") for k in range(60)],
+        ),
+        "a float32 vector among 100": (
+            vs,
+            [pt.concatenate(vs), pt.concatenate(vs).sum()],
+            [np.arange(2.0) + k for k in range(99)] + [np.arange(2, dtype="float32")],
+        ),
+        "a float32 vector scaled by a float64 scalar": (
+            [x, xs[0]],
+            [x * xs[0]],
+            [np.arange(3, dtype="float32"), np.array(1.5)],
+        ),
+    }
+
+
+FLOAT32_CASES = _float32_cases()
+
+
+@pytest.mark.parametrize("name", list(FLOAT32_CASES))
+def test_jit_fn_on_arguments_of_other_types_computes_as_stock_does(name):
+    # stock compiles its graph function again for the arguments' types and computes in them
+    inputs, outputs, values = FLOAT32_CASES[name]
+    jit_fns = _jit_fns(inputs, outputs)
+    want = jit_fns["NUMBA"](*values)
+    for got in (jit_fns["LLVM"](*values), _nopython_caller(len(values))(jit_fns["LLVM"], *values)):
+        for k, (a, b) in enumerate(zip(got, want, strict=True)):
+            assert_same_result(a, b, f"{name}: output {k}")
+            np.testing.assert_array_equal(a, b)

@@ -4,7 +4,9 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
+import numba
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
@@ -21,7 +23,13 @@ from llvm_backend.dispatch import LOWERINGS, register_lowering
 from llvm_backend.tools.cli import main
 from llvm_backend.tools.fuzz.generator import FAMILIES, graphs
 from llvm_backend.tools.fuzz.isolated import WorkerError, run_isolated
-from llvm_backend.tools.fuzz.oracle import check, reporting_stages
+from llvm_backend.tools.fuzz.oracle import (
+    Run,
+    _jit_fn_findings,
+    _retyped_jit_fn_findings,
+    check,
+    reporting_stages,
+)
 from llvm_backend.tools.fuzz.reproducer import write_reproducer
 from llvm_backend.tools.fuzz.runner import PENDING, TRACKED, graph_coverage, run
 
@@ -205,6 +213,46 @@ def test_oracle_catches_an_input_mutation(planted_lowering):
     messages = [f.message for f in outcome.failures]
     assert "LLVM modified input(s) [0]" in messages, outcome.report()
     assert "jit_fn modified input(s) [0]" in messages, outcome.report()
+
+
+def _vector_values():
+    return [np.arange(3.0)]
+
+
+def _run_of(jit_fn) -> Run:
+    return Run(outputs=list(jit_fn(*_vector_values())), function=SimpleNamespace(vm=SimpleNamespace(jit_fn=jit_fn)))
+
+
+@numba.njit
+def _takes_any_number(*args):
+    return (args[0] * 2,)
+
+
+@numba.njit
+def _takes_one(x):
+    return (x * 2,)
+
+
+@numba.njit
+def _converts_first(x):
+    return (x.astype(np.float64) * 2,)
+
+
+def test_oracle_wants_a_typing_error_for_an_argument_too_many():
+    [lenient] = _jit_fn_findings(_run_of(_takes_any_number), _vector_values)
+    [strict] = _jit_fn_findings(_run_of(_takes_one), _vector_values)
+    assert lenient.message == "jit_fn given one argument too many returned, not numba's TypingError"
+    assert strict.message.startswith("jit_fn given one argument too many raised TypeError")
+    x = pt.dvector("x")
+    ours = pytensor.function([x], [x * 2], mode="LLVM")
+    assert _jit_fn_findings(_run_of(ours.vm.jit_fn), _vector_values) == []
+
+
+def test_oracle_compares_jit_fn_on_the_other_float_dtype_with_stock():
+    [finding] = _retyped_jit_fn_findings(_run_of(_converts_first), _run_of(_takes_one), _vector_values)
+    assert finding.kind == "mismatch"
+    assert "output 0: dtype float64 instead of float32" in finding.message
+    assert _retyped_jit_fn_findings(_run_of(_takes_one), _run_of(_takes_one), _vector_values) == []
 
 
 def test_oracle_reports_a_stock_only_discrepancy_apart():

@@ -1,20 +1,21 @@
 """The oracle: one graph compiled under the py linker, stock NUMBA and LLVM, called on the same inputs.
 
-Each mode gets fresh input values (``values()`` builds new arrays in their layouts), so an in-place bug in one
-mode cannot hide behind another's, and each call is checked to have left its inputs as they were (a compiled
-function's inputs are not mutable unless declared so, which the generated graphs never do). The reference is
-the py linker under PyTensor's default rewrites (``Mode(linker="py")``). LLVM must agree with it: equal
-outputs (dtype, shape, kind; exact for integers and bools, NaN where NaN, floats within `TOLERANCES`), or the
-same exception type where the py linker raises. ``fn.vm.jit_fn`` is called too and must agree with the
-Function. Where LLVM disagrees with the py linker exactly as stock NUMBA does, or stock NUMBA alone
-disagrees, the finding is a stock discrepancy, not ours. Wide graphs are compiled under stock NUMBA (which takes
-minutes over them) only where LLVM disagrees with the py linker, to tell the two cases apart; wherever LLVM
-disagrees on some outputs and returned, stock compiles those outputs alone, and where the py linker raised and
-LLVM returned, stock compiles alone the first output the py linker raises on by itself. Where the py linker
-raised OverflowError (a value out of a cast's or an integer's range) and stock and LLVM both returned, their
-values are undefined (LLVM's ``fptosi`` of an out-of-range float is poison) and need not agree: the finding is
-stock's. A graph the py linker cannot compile, or cannot run (``NotImplementedError``), is invalid: there is no
-reference.
+Each mode gets fresh input values (``values()`` builds new arrays in their layouts), so an in-place bug in one mode
+cannot hide behind another's, and each call is checked to have left its inputs as they were (a compiled function's
+inputs are not mutable unless declared so, which the generated graphs never do). The reference is the py linker
+under PyTensor's default rewrites (``Mode(linker="py")``). LLVM must agree with it: equal outputs (dtype, shape,
+kind; exact for integers and bools, NaN where NaN, floats within `TOLERANCES`), or the same exception type where
+the py linker raises. ``fn.vm.jit_fn`` is called too and must agree with the Function, raise numba's
+``TypingError`` given an argument too many, and, where stock compiled the whole graph, compute what stock's
+``jit_fn`` computes on the float inputs cast to the other float dtype. Where LLVM disagrees with the py linker
+exactly as stock NUMBA does, or stock NUMBA alone disagrees, the finding is a stock discrepancy, not ours. Wide
+graphs are compiled under stock NUMBA (which takes minutes over them) only where LLVM disagrees with the py linker,
+to tell the two cases apart; wherever LLVM disagrees on some outputs and returned, stock compiles those outputs
+alone, and where the py linker raised and LLVM returned, stock compiles alone the first output the py linker raises
+on by itself. Where the py linker raised OverflowError (a value out of a cast's or an integer's range) and stock
+and LLVM both returned, their values are undefined (LLVM's ``fptosi`` of an out-of-range float is poison) and need
+not agree: the finding is stock's. A graph the py linker cannot compile, or cannot run (``NotImplementedError``),
+is invalid: there is no reference.
 """
 
 from collections.abc import Callable
@@ -22,10 +23,12 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 
+import numba
 import numpy as np
 import pytensor
 from pytensor.compile.mode import Mode
 
+from llvm_backend.linker import STAR_ARGS_LIMIT
 from llvm_backend.tools.testing import value_kind
 
 __all__ = [
@@ -246,7 +249,8 @@ def _classify(runs: dict[str, Run], judged: list[int] | None = None) -> list[Fin
 
 
 def _jit_fn_findings(llvm: Run, values) -> list[Finding]:
-    """``fn.vm.jit_fn`` on fresh inputs must agree with the Function (and leave its inputs alone)."""
+    """``fn.vm.jit_fn`` on fresh inputs must agree with the Function (and leave its inputs alone), and raise
+    numba's ``TypingError``, as stock's does, given one argument too many."""
     jit_fn = getattr(llvm.function.vm, "jit_fn", None)
     if jit_fn is None:
         return [Finding("mismatch", "the LLVM Function has no vm.jit_fn")]
@@ -258,7 +262,35 @@ def _jit_fn_findings(llvm: Run, values) -> list[Finding]:
         findings.append(Finding(kind, f"jit_fn vs the LLVM Function: {problem}"))
     if run.mutated:
         findings.append(Finding("mismatch", f"jit_fn modified input(s) {run.mutated}"))
+    extra = _call(jit_fn, lambda: [*values(), np.zeros(1)])
+    if len(values()) <= STAR_ARGS_LIMIT and not isinstance(extra.error, numba.TypingError):
+        got = "returned" if extra.error is None else f"raised {type(extra.error).__name__}: {extra.error}"
+        findings.append(Finding("mismatch", f"jit_fn given one argument too many {got}, not numba's TypingError"))
     return findings
+
+
+def _other_floats(values: Callable[[], list]) -> Callable[[], list] | None:
+    """``values`` with each float32 array as float64 and each float64 one as float32; None if there is none."""
+    swap = {np.dtype("float32"): np.float64, np.dtype("float64"): np.float32}
+
+    def swapped():
+        return [v.astype(swap[v.dtype]) if isinstance(v, np.ndarray) and v.dtype in swap else v for v in values()]
+
+    return swapped if any(isinstance(v, np.ndarray) and v.dtype in swap for v in values()) else None
+
+
+def _retyped_jit_fn_findings(llvm: Run, numba_run: Run, values) -> list[Finding]:
+    """Given float inputs of the other float dtype, LLVM's ``jit_fn`` must compute what stock's computes (both
+    compile again for the new types) or raise what it raises."""
+    other = _other_floats(values)
+    if other is None:
+        return []
+    ours, stock = _call(llvm.function.vm.jit_fn, other), _call(numba_run.function.vm.jit_fn, other)
+    problem = disagreement(ours, stock)
+    if problem is None:
+        return []
+    kind = "crash" if ours.error is not None and stock.error is None else "mismatch"
+    return [Finding(kind, f"jit_fn on inputs of the other float dtype vs stock's: {problem}")]
 
 
 def check(inputs, outputs, values: Callable[[], list], stock: bool = True) -> Outcome:
@@ -285,4 +317,7 @@ def check(inputs, outputs, values: Callable[[], list], stock: bool = True) -> Ou
     findings = _classify(runs, judged)
     if runs["LLVM"].function is not None:
         findings += _jit_fn_findings(runs["LLVM"], values)
+        whole_stock = runs.get("NUMBA") if judged is None else None
+        if whole_stock is not None and whole_stock.function is not None:
+            findings += _retyped_jit_fn_findings(runs["LLVM"], whole_stock, values)
     return Outcome(runs, findings)

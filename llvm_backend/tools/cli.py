@@ -1,13 +1,18 @@
-"""The ``llvm-backend`` command: ``report``, ``ir``, ``bench``, ``lowerings``, ``cache`` and ``fuzz``."""
+"""The ``llvm-backend`` command: ``report``, ``ir``, ``lowerings``, ``cache`` and ``fuzz``, and the subcommands
+installed packages register in the entry-point group ``llvm_backend.commands`` (the bench's ``bench``): each entry
+point is a function given the subparsers action, which adds its parser and sets ``run``."""
 
 import argparse
 import json
-import re
 import sys
 from collections.abc import Callable
+from importlib.metadata import entry_points
 from pathlib import Path
 
-__all__ = ["UsageError", "lowerings_table", "main"]
+__all__ = ["COMMAND_PLUGINS", "UsageError", "lowerings_table", "main"]
+
+COMMAND_PLUGINS = "llvm_backend.commands"
+"""The entry-point group of subcommands other packages add to ``llvm-backend``."""
 
 
 class UsageError(Exception):
@@ -96,34 +101,6 @@ def _ir(args) -> int:
     return 0
 
 
-def _bench(args) -> int:
-    from llvm_backend_bench.cases import FLOOR, MODES, REFERENCE, select_cases
-    from llvm_backend_bench.intrinsics import select_micro
-    from llvm_backend_bench.run import format_bench_table, run_bench, write_results
-
-    import llvm_backend  # noqa: F401  (registers the LLVM mode)
-
-    if args.filter is not None:
-        try:
-            re.compile(args.filter)
-        except re.error as error:
-            raise UsageError(f"--filter {args.filter!r} is not a regular expression: {error}") from None
-    cases = select_cases(quick=args.quick, pattern=args.filter)
-    micro = [] if args.quick else select_micro(args.filter)
-    if not cases and not micro:
-        raise UsageError(f"no case matches {args.filter!r}")
-    known = (*MODES, REFERENCE, FLOOR)
-    modes = tuple(args.mode or known)
-    unknown = sorted(set(modes) - set(known))
-    if unknown:
-        raise UsageError(f"unknown mode {', '.join(unknown)} (modes: {' '.join(known)})")
-    run = run_bench(cases, quick=args.quick, progress=_progress, modes=modes, micro=micro)
-    print(format_bench_table(run))
-    for path in write_results(run, Path(args.out)):
-        _progress(f"wrote {path}")
-    return 0
-
-
 def _add_report(commands) -> None:
     from llvm_backend.tools.graphs import GRAPHS
     from llvm_backend.tools.measurements import DEFAULT_MODES
@@ -167,24 +144,6 @@ def _add_ir(commands) -> None:
         "--diff", metavar="MODE", help="compare with a second mode: stats side by side, text as a unified diff"
     )
     ir.set_defaults(run=_ir)
-
-
-def _add_bench(commands) -> None:
-    bench = commands.add_parser(
-        "bench", help="benchmark the LLVM mode against NUMBA, CVM and hand-written @njit code; table, JSON, plots"
-    )
-    bench.add_argument(
-        "--quick", action="store_true", help="a few small cases, few cold compiles (CI; under 3 minutes)"
-    )
-    bench.add_argument("--filter", metavar="PATTERN", help="only cases whose name matches this regular expression")
-    bench.add_argument(
-        "--mode",
-        action="append",
-        help="mode to measure (repeatable; default: NUMBA LLVM CVM @njit, the hand-written reference, and floor, a"
-        " do-nothing @njit of the graph's inputs); leaving NUMBA out drops the ratio columns",
-    )
-    bench.add_argument("--out", metavar="DIR", default="bench-results", help="where to write bench.json and the plots")
-    bench.set_defaults(run=_bench)
 
 
 def _cache(args) -> int:
@@ -297,10 +256,11 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     _add_report(commands)
     _add_ir(commands)
-    _add_bench(commands)
     _add_lowerings(commands)
     _add_cache(commands)
     _add_fuzz(commands)
+    for plugin in sorted(entry_points(group=COMMAND_PLUGINS), key=lambda entry: entry.name):
+        plugin.load()(commands)
     return parser
 
 

@@ -18,7 +18,8 @@ numba's), where numba boxes a tuple of arrays with code per item.
 Items are checked in the loop before they are unboxed: each must be an ndarray of the pack's ndim whose
 dtype equals the pack's (a TypeError names the first that is not), so a wrong item raises instead of being
 read with the wrong element type or shape. ndim and dtype are read from numpy's public array struct
-(``PyArrayObject_fields``), whose offsets are checked against a live array at import (`PACKS_SUPPORTED`).
+(``PyArrayObject_fields``), whose offsets are checked against a live array at import (`intrinsics.abi.ARRAYS_READ`;
+no array is packed where they do not hold).
 Items are typed with layout ``A`` (any strides), as one pack holds C, Fortran and strided arrays alike;
 0-d items are ``C``, which every 0-d array is.
 
@@ -37,14 +38,22 @@ The wrapper code one pack of 1-d float64 arrays unboxes to is, as Python::
     release(table[:count])
 """
 
-import ctypes
-
 import numpy as np
 from llvmlite import ir
 from numba.core import cgutils, errors, types
 from numba.core.datamodel import models
 from numba.extending import NativeValue, box, intrinsic, register_model, unbox
 from numba.np import numpy_support
+
+from intrinsics.abi import (
+    ARRAY_DESCR_OFFSET,
+    ARRAY_ND_OFFSET,
+    ARRAYS_READ,
+    PY_EQ,
+    call_c_function,
+    has_type,
+    load_field,
+)
 
 __all__ = [
     "PACKS_SUPPORTED",
@@ -59,31 +68,7 @@ __all__ = [
     "table_of",
 ]
 
-OB_TYPE_OFFSET = 8
-DATA_OFFSET = 16
-ND_OFFSET = 24
-DESCR_OFFSET = 56
-"""Byte offsets of ``ob_type``, ``data``, ``nd`` and ``descr`` in ``PyArrayObject_fields`` (64-bit CPython)."""
-
-PY_EQ = 2
-
-
-def _abi_holds() -> bool:
-    """Do the offsets above read a live array's type, data pointer, ndim and dtype?"""
-    a = np.empty((2, 3, 4), dtype=np.int16)[:, ::2]
-    read = ctypes.c_void_p.from_address
-    return (
-        ctypes.sizeof(ctypes.c_void_p) == 8
-        and read(id(a) + OB_TYPE_OFFSET).value == id(np.ndarray)
-        and read(id(a) + DATA_OFFSET).value == a.ctypes.data
-        and ctypes.c_int.from_address(id(a) + ND_OFFSET).value == a.ndim
-        and read(id(a) + DESCR_OFFSET).value == id(a.dtype)
-    )
-
-
-PACKS_SUPPORTED = _abi_holds()
-"""Whether this interpreter's ndarray layout is the one the unboxing reads; if not, no array is packed (and
-scalar packs read every value through numba's own scalar unboxing)."""
+PACKS_SUPPORTED = ARRAYS_READ  # the name llvm_backend.codegen and llvm_backend.dispatch import
 
 
 class ArrayPackType(types.Type):
@@ -127,35 +112,23 @@ class ArrayPack:
         self.arrays = arrays
 
 
-def _call(builder, pyapi, name, restype, args):
-    fn = pyapi._get_function(ir.FunctionType(restype, [a.type for a in args]), name=name)
-    return builder.call(fn, args)
-
-
-def _field(builder, obj, offset, ty):
-    raw = builder.bitcast(obj, ir.IntType(8).as_pointer())
-    return builder.load(builder.bitcast(builder.gep(raw, [ir.Constant(ir.IntType(64), offset)]), ty.as_pointer()))
-
-
 def _is_item(builder, pyapi, item, ndarray, dtype, ndim):
     """An i1: is ``item`` an ndarray of ``ndim`` dimensions whose dtype equals ``dtype``?"""
-    i8p = ir.IntType(8).as_pointer()
     ok = cgutils.alloca_once_value(builder, cgutils.false_bit)
-    exact = builder.icmp_unsigned("==", _field(builder, item, OB_TYPE_OFFSET, i8p), builder.bitcast(ndarray, i8p))
-    with builder.if_else(exact, likely=True) as (is_exact, maybe_subclass):
+    with builder.if_else(has_type(builder, item, ndarray), likely=True) as (is_exact, maybe_subclass):
         with is_exact:
             builder.store(cgutils.true_bit, ok)
         with maybe_subclass:
-            isinstance_ = _call(builder, pyapi, "PyObject_IsInstance", ir.IntType(32), [item, ndarray])
+            isinstance_ = call_c_function(builder, pyapi, "PyObject_IsInstance", ir.IntType(32), [item, ndarray])
             builder.store(builder.icmp_signed("==", isinstance_, ir.Constant(ir.IntType(32), 1)), ok)
     with builder.if_then(builder.load(ok), likely=True):
-        nd = _field(builder, item, ND_OFFSET, ir.IntType(32))
+        nd = load_field(builder, item, ARRAY_ND_OFFSET, ir.IntType(32))
         builder.store(builder.icmp_signed("==", nd, ir.Constant(ir.IntType(32), ndim)), ok)
     with builder.if_then(builder.load(ok), likely=True):
-        descr = _field(builder, item, DESCR_OFFSET, pyapi.pyobj)
+        descr = load_field(builder, item, ARRAY_DESCR_OFFSET, pyapi.pyobj)
         same = builder.icmp_unsigned("==", descr, dtype)
         with builder.if_then(builder.not_(same), likely=False):
-            equal = _call(
+            equal = call_c_function(
                 builder,
                 pyapi,
                 "PyObject_RichCompareBool",

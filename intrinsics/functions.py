@@ -3,9 +3,9 @@
 numba increfs each array in the tuple it passes an intrinsic (and a ``*args`` function's arguments, packed into
 one) and decrefs it after. Its reference-count pruning, run on each function before the module is linked,
 removes such a pair when every path from the incref reaches the decref or a raise, with no other decref
-between: true of one call whose failure is marked a raise (`raise_status`), not of code emitted inline that
-releases arrays of its own or can fail unmarked (an allocation's MemoryError) before the decref. Inline, a
-graph of 30 inputs kept 30 increfs and 30 decrefs (about 0.25 µs per call), a loop over 101 inputs 98 of each.
+between: true of one call whose failure is marked a raise (`intrinsics.abi.raise_status`), not of code emitted
+inline that releases arrays of its own or can fail unmarked (an allocation's MemoryError) before the decref.
+Inline, a graph of 30 inputs kept 30 increfs and 30 decrefs (about 0.25 µs per call), a loop over 101 inputs 98 of each.
 LLVM inlines the function after the pruning where it is small enough: internal, and called once.
 
 `address_call` calls a compiled function through its address instead of linking its IR into the caller.
@@ -13,17 +13,18 @@ LLVM inlines the function after the pruning where it is small enough: internal, 
 
 from llvmlite import ir
 from numba.core import cgutils, errors, types
-from numba.core.callconv import excinfo_t
 from numba.extending import intrinsic
 
-__all__ = ["address_call", "call_as_function", "chosen_address_call", "raise_status"]
+from intrinsics.abi import call_numba, excinfo_slot, function_type, raise_status, return_slot
+
+__all__ = ["address_call", "call_as_function", "chosen_address_call"]
 
 
 def call_as_function(context, builder, signature, args, emit_body, name: str):
     """Emit ``emit_body(builder, decoded arguments)`` (which returns a value of ``signature.return_type``) as a
     function ``name`` of its own, internal to the module, and call it, propagating its exception status."""
-    function_type = context.call_conv.get_function_type(signature.return_type, signature.args)
-    body = ir.Function(builder.module, function_type, builder.module.get_unique_name(name))
+    body_type = function_type(context, signature.return_type, signature.args)
+    body = ir.Function(builder.module, body_type, builder.module.get_unique_name(name))
     body.linkage = "internal"
     context.call_conv.decorate_function(body, [f"argument{k}" for k in range(len(signature.args))], signature.args)
     body_builder = ir.IRBuilder(body.append_basic_block("entry"))
@@ -34,17 +35,6 @@ def call_as_function(context, builder, signature, args, emit_body, name: str):
     with cgutils.if_unlikely(builder, status.is_error):
         raise_status(context, builder, status)
     return result
-
-
-def raise_status(context, builder, status):
-    """numba's ``return_status_propagate``, its store of the exception marked as numba marks a raise
-    (``numba_exception_output``): the pruning then knows the path raises, where a missing decref is allowed."""
-    call_conv = context.call_conv
-    in_try = call_conv.check_try_status(builder).in_try
-    store = builder.store(status.excinfoptr, call_conv._get_excinfo_argument(builder.function))
-    store.set_metadata("numba_exception_output", builder.module.add_metadata([ir.IntType(1)(1)]))
-    with builder.if_then(builder.not_(in_try)):
-        builder.ret(status.code)
 
 
 def address_call(dispatcher):
@@ -71,8 +61,8 @@ def chosen_address_call(choose, label: str):
         if not isinstance(arguments, types.BaseTuple):
             raise errors.TypingError(f"address_call({label}): the arguments must be a tuple, got {arguments}")
         dispatcher = choose(tuple(arguments))
-        function_type = typingctx.resolve_value_type(dispatcher)
-        target = typingctx.resolve_function_type(function_type, tuple(arguments), {})
+        dispatcher_type = typingctx.resolve_value_type(dispatcher)
+        target = typingctx.resolve_function_type(dispatcher_type, tuple(arguments), {})
         if target is None:
             raise errors.TypingError(f"address_call: {label} cannot take {tuple(arguments)}")
         parameters = [] if target.pysig is None else target.pysig.parameters.values()
@@ -83,24 +73,17 @@ def chosen_address_call(choose, label: str):
             compiled = dispatcher.overloads[target.args]
             fndesc = compiled.fndesc
             address = compiled.library.get_pointer_to_function(fndesc.llvm_func_name)
-            function_type = context.call_conv.get_function_type(fndesc.restype, fndesc.argtypes)
             pointer = builder.bitcast(
-                context.add_dynamic_addr(builder, address, info=fndesc.llvm_func_name), function_type.as_pointer()
+                context.add_dynamic_addr(builder, address, info=fndesc.llvm_func_name),
+                function_type(context, fndesc.restype, fndesc.argtypes).as_pointer(),
             )
             tupled = decoded[0]
             values = [
                 context.cast(builder, builder.extract_value(tupled, k), t, s)
                 for k, (t, s) in enumerate(zip(arguments, target.args))
             ]
-            call_conv = context.call_conv
-            returned = cgutils.alloca_once(builder, call_conv.get_return_type(fndesc.restype).pointee, name="returned")
-            excinfo = cgutils.alloca_once(builder, ir.PointerType(excinfo_t), name="excinfo")
-            flat = context.get_arg_packer(fndesc.argtypes).as_arguments(builder, values)
-            code = builder.call(pointer, [returned, excinfo, *flat])
-            status = call_conv._get_return_status(builder, code, builder.load(excinfo))
-            with cgutils.if_unlikely(builder, status.is_error):
-                raise_status(context, builder, status)
-            return context.get_returned_value(builder, fndesc.restype, builder.load(returned))
+            returned, excinfo = return_slot(context, builder, fndesc.restype), excinfo_slot(builder)
+            return call_numba(context, builder, pointer, fndesc, values, returned, excinfo)[1]
 
         def codegen(context, builder, signature, args):
             return call_as_function(

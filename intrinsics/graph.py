@@ -39,11 +39,12 @@ from dataclasses import dataclass, field
 
 from llvmlite import ir
 from numba.core import cgutils, errors, types, typing
-from numba.core.callconv import CPUCallConv, excinfo_t
+from numba.core.callconv import CPUCallConv
 from numba.core.imputils import fix_returning_optional
 from numba.cpython.listobj import ListInstance
 from numba.extending import intrinsic
 
+from intrinsics.abi import ARRAY_MEMINFO_FIELD, call_numba, excinfo_slot, return_slot, return_slot_type
 from intrinsics.argpack import (
     ArrayPackType,
     BoxedListType,
@@ -186,17 +187,14 @@ def _call(context, builder, function_type, signature, arguments, frame: dict):
     if fndesc not in frame:
         frame[fndesc] = context.declare_function(builder.module, fndesc)
     callee = frame[fndesc]
-    return_slot_type = call_conv.get_return_type(fndesc.restype).pointee
-    if return_slot_type not in frame:
-        frame[return_slot_type] = cgutils.alloca_once(builder, return_slot_type, name="returned")
+    slot_type = return_slot_type(context, fndesc.restype)
+    if slot_type not in frame:
+        frame[slot_type] = return_slot(context, builder, fndesc.restype)
     if "excinfo" not in frame:
-        frame["excinfo"] = cgutils.alloca_once(builder, ir.PointerType(excinfo_t), name="excinfo")
-    flat = context.get_arg_packer(fndesc.argtypes).as_arguments(builder, arguments)
-    code = builder.call(callee, [frame[return_slot_type], frame["excinfo"], *flat])
-    status = call_conv._get_return_status(builder, code, builder.load(frame["excinfo"]))
-    with cgutils.if_unlikely(builder, status.is_error):
-        call_conv.return_status_propagate(builder, status)
-    result = context.get_returned_value(builder, fndesc.restype, builder.load(frame[return_slot_type]))
+        frame["excinfo"] = excinfo_slot(builder)
+    status, result = call_numba(
+        context, builder, callee, fndesc, arguments, frame[slot_type], frame["excinfo"], marked=False
+    )
     context.add_linking_libs([compiled.library])
     return fix_returning_optional(context, builder, signature, status, result)
 
@@ -239,7 +237,7 @@ def _reference(context, builder, value_type, value, name: str):
     function = cgutils.get_or_insert_function(
         builder.module, ir.FunctionType(ir.VoidType(), [cgutils.voidptr_t]), f"NRT_{name}"
     )
-    builder.call(function, [builder.extract_value(value, 0)])
+    builder.call(function, [builder.extract_value(value, ARRAY_MEMINFO_FIELD)])
 
 
 class _Slots:

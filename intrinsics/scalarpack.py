@@ -9,7 +9,7 @@ dtype in the wrapper's frame, and the compiled function receives a pointer to th
 ``i`` with `intrinsics.argpack.table_item`. The caller passes the same pack object at every call.
 
 A value that is a 0-d ndarray of exactly the pack's dtype is read from its data (when
-`intrinsics.argpack.PACKS_SUPPORTED` says numpy's array struct is the one read). Any other value goes
+`intrinsics.abi.ARRAYS_READ` says numpy's array struct is the one read). Any other value goes
 through ``PyNumber_Float`` or ``PyNumber_Long``: what ``float(value)`` or ``int(value)`` makes of it, raising
 what they raise (a TypeError for None, a ValueError for ``"x"``, an OverflowError for an int64 pack's ``2**63``).
 
@@ -30,7 +30,6 @@ reads a pack's value with `scalar_item`.
 """
 
 import array
-import ctypes
 
 import numpy as np
 from llvmlite import ir
@@ -39,43 +38,24 @@ from numba.core.datamodel import models
 from numba.extending import NativeValue, intrinsic, register_model, typeof_impl, unbox
 from numba.np import numpy_support
 
-from intrinsics.argpack import (
-    DATA_OFFSET,
-    DESCR_OFFSET,
-    ND_OFFSET,
-    OB_TYPE_OFFSET,
-    PACKS_SUPPORTED,
-    _call,
-    _field,
-    table_item,
+from intrinsics.abi import (
+    ARRAY_DATA_OFFSET,
+    ARRAY_DESCR_OFFSET,
+    ARRAY_ND_OFFSET,
+    ARRAYS_READ,
+    LIST_ITEMS_OFFSET,
+    LISTS_READ,
+    OB_SIZE_OFFSET,
+    call_c_function,
+    has_type,
+    load_field,
 )
+from intrinsics.argpack import table_item
 
 __all__ = ["SCALAR_DTYPES", "ScalarPack", "ScalarPackType", "scalar_item", "scalar_pack_of"]
 
 SCALAR_DTYPES = (types.float64, types.int64)
 """The scalar types a pack holds: those numba unboxes a Python float or int into exactly."""
-
-OB_SIZE_OFFSET = 16
-LIST_ITEMS_OFFSET = 24
-"""Byte offsets of ``ob_size`` and ``ob_item`` in a ``PyListObject`` (64-bit CPython)."""
-
-
-def _lists_read() -> bool:
-    """Do the offsets above read a live list's size and items?"""
-    first, second = object(), object()
-    lst = [first, second]
-    items = ctypes.c_void_p.from_address(id(lst) + LIST_ITEMS_OFFSET).value
-    return (
-        ctypes.sizeof(ctypes.c_void_p) == 8
-        and ctypes.c_ssize_t.from_address(id(lst) + OB_SIZE_OFFSET).value == 2
-        and ctypes.c_void_p.from_address(items).value == id(first)
-        and ctypes.c_void_p.from_address(items + 8).value == id(second)
-    )
-
-
-LISTS_READ = _lists_read()
-"""Whether the unboxing reads lists' (the cells') size and items from the list struct; if not, through
-``PyList_Size`` and ``PyList_GetItem``."""
 
 
 class ScalarPackType(types.Type):
@@ -151,12 +131,11 @@ def _is_exact_0d(builder, item, ndarray, dtype):
     """An i1: is ``item`` an ndarray (not a subclass) of no dimension whose dtype object is ``dtype``?"""
     i8p = ir.IntType(8).as_pointer()
     ok = cgutils.alloca_once_value(builder, cgutils.false_bit)
-    exact = builder.icmp_unsigned("==", _field(builder, item, OB_TYPE_OFFSET, i8p), builder.bitcast(ndarray, i8p))
-    with builder.if_then(exact, likely=True):
-        nd = _field(builder, item, ND_OFFSET, ir.IntType(32))
+    with builder.if_then(has_type(builder, item, ndarray), likely=True):
+        nd = load_field(builder, item, ARRAY_ND_OFFSET, ir.IntType(32))
         builder.store(builder.icmp_signed("==", nd, ir.Constant(ir.IntType(32), 0)), ok)
     with builder.if_then(builder.load(ok), likely=True):
-        descr = _field(builder, item, DESCR_OFFSET, i8p)
+        descr = load_field(builder, item, ARRAY_DESCR_OFFSET, i8p)
         builder.store(builder.icmp_unsigned("==", descr, builder.bitcast(dtype, i8p)), ok)
     return builder.load(ok)
 
@@ -179,7 +158,7 @@ def _convert(builder, pyapi, dtype, item, slot):
 def _list_size(builder, pyapi, lst):
     """``len(lst)`` of a list: its ``ob_size`` where `LISTS_READ`, else ``PyList_Size``."""
     if LISTS_READ:
-        return _field(builder, lst, OB_SIZE_OFFSET, pyapi.py_ssize_t)
+        return load_field(builder, lst, OB_SIZE_OFFSET, pyapi.py_ssize_t)
     return pyapi.list_size(lst)
 
 
@@ -187,14 +166,9 @@ def _list_item(builder, pyapi, lst, index):
     """Item ``index`` (in range) of a list, borrowed: a load from its ``ob_item`` where `LISTS_READ`, else
     ``PyList_GetItem``."""
     if LISTS_READ:
-        items = _field(builder, lst, LIST_ITEMS_OFFSET, pyapi.pyobj.as_pointer())
+        items = load_field(builder, lst, LIST_ITEMS_OFFSET, pyapi.pyobj.as_pointer())
         return builder.load(builder.gep(items, [index]))
     return pyapi.list_getitem(lst, index)
-
-
-def _is_type(builder, obj, type_object):
-    i8p = ir.IntType(8).as_pointer()
-    return builder.icmp_unsigned("==", _field(builder, obj, OB_TYPE_OFFSET, i8p), builder.bitcast(type_object, i8p))
 
 
 @unbox(ScalarPackType)
@@ -214,7 +188,7 @@ def unbox_scalar_pack(typ, obj, c):
         for part in (ndarray, dtype, list_type):
             got_all = builder.and_(got_all, cgutils.is_not_null(builder, part))
         with builder.if_then(got_all, likely=True):
-            size = builder.select(_is_type(builder, cells, list_type), _list_size(builder, pyapi, cells), intp(-1))
+            size = builder.select(has_type(builder, cells, list_type), _list_size(builder, pyapi, cells), intp(-1))
             with builder.if_else(builder.icmp_signed("==", size, count), likely=True) as (right_size, wrong_size):
                 with wrong_size:
                     pyapi.err_format("PyExc_TypeError", f"a scalar pack of {typ.count} cells was given %R", cells)
@@ -241,7 +215,7 @@ def _read_cell(builder, pyapi, typ, parts, loop, frame):
     cell = _list_item(builder, pyapi, cells, k)
     direct = cgutils.alloca_once_value(builder, cgutils.false_bit)
     if LISTS_READ:
-        with builder.if_then(_is_type(builder, cell, list_type), likely=True):
+        with builder.if_then(has_type(builder, cell, list_type), likely=True):
             one = ir.Constant(pyapi.py_ssize_t, 1)
             builder.store(builder.icmp_signed(">=", _list_size(builder, pyapi, cell), one), direct)
     with builder.if_else(builder.load(direct), likely=True) as (borrowed, fetched):
@@ -250,17 +224,17 @@ def _read_cell(builder, pyapi, typ, parts, loop, frame):
             builder.store(cgutils.false_bit, owned)
         with fetched:
             index = ir.Constant(pyapi.py_ssize_t, 0)
-            builder.store(_call(builder, pyapi, "PySequence_GetItem", pyapi.pyobj, [cell, index]), item_slot)
+            builder.store(call_c_function(builder, pyapi, "PySequence_GetItem", pyapi.pyobj, [cell, index]), item_slot)
             builder.store(cgutils.true_bit, owned)
     item = builder.load(item_slot)
     with builder.if_then(cgutils.is_null(builder, item), likely=False):
         builder.store(cgutils.true_bit, failed)
         loop.do_break()
     slot = builder.gep(table, [k])
-    fast = _is_exact_0d(builder, item, ndarray, dtype) if PACKS_SUPPORTED else cgutils.false_bit
+    fast = _is_exact_0d(builder, item, ndarray, dtype) if ARRAYS_READ else cgutils.false_bit
     with builder.if_else(fast, likely=True) as (read, convert):
         with read:
-            data = builder.bitcast(_field(builder, item, DATA_OFFSET, pyapi.voidptr), slot.type)
+            data = builder.bitcast(load_field(builder, item, ARRAY_DATA_OFFSET, pyapi.voidptr), slot.type)
             builder.store(builder.load(data, align=1), slot)
             with builder.if_then(builder.load(owned), likely=False):
                 pyapi.decref(item)

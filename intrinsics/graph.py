@@ -519,6 +519,13 @@ def _emit(context, builder, plan, slot_types, typed_calls, list_types, return_ty
     produced = {slot for call in plan.calls for slot in call.outputs}
     for slot in sorted(places.keys() - produced):
         _emit_store_listed(context, builder, slots, places[slot], slot, give=False)
+    _emit_calls(context, builder, plan, typed_calls, slots, places)
+    return _emit_return(context, builder, slots, plan.outputs, lists, return_type)
+
+
+def _emit_calls(context, builder, plan: GraphPlan, typed_calls, slots: _Slots, places: dict) -> None:
+    """``plan``'s calls in order, each run (`_runs`) as one loop (`_emit_run`): each output is stored in its
+    list ``places`` as it is made, and each owned slot released after the last call reading it."""
     last = _last_uses(plan)
     runs = _runs(plan, typed_calls)
     frame = {}
@@ -537,7 +544,6 @@ def _emit(context, builder, plan, slot_types, typed_calls, list_types, return_ty
             _emit_store_listed(context, builder, slots, places.get(slot, ()), slot, give=last.get(slot, i) == i)
         _emit_releases(slots, {*call.arguments, *call.outputs}, last, i)
         i += 1
-    return _emit_return(context, builder, slots, plan.outputs, lists, return_type)
 
 
 def graph_intrinsic(plan: GraphPlan, lists: bool = False):

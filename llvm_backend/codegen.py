@@ -44,10 +44,10 @@ from intrinsics.argpack import PACKS_SUPPORTED, ArrayPack, ArrayPackType
 from intrinsics.graph import GraphPlan, PlanCall, PlanItem, graph_intrinsic
 from intrinsics.scalarpack import ScalarPack, ScalarPackType
 from intrinsics.tuples import flatten_tuple
-from llvm_backend.dispatch import MAX_ITEMS, packed_arguments
-from llvm_backend.lowerings.join import filled_joins
+from llvm_backend.dispatch import MAX_ITEMS, LoweringContext, LoweringPlan, lower, plan_graph, source_hash
 
 __all__ = [
+    "GRAPH_MODULES",
     "NATIVE_SCALARS",
     "GraphSource",
     "PackParam",
@@ -70,6 +70,18 @@ Per call from the thunk, a native scalar argument costs about 45 ns (``float(cel
 and unboxing of it) and a pack about 2 ns per scalar plus 0.15 µs (numba's dispatch on a buffer, the
 unboxing's attribute read): measured equal from 4 to 6 scalars, the pack 0.2 µs faster at 8 and 0.45 µs at
 16."""
+
+
+GRAPH_MODULES = (
+    __name__,
+    "intrinsics.argpack",
+    "intrinsics.functions",
+    "intrinsics.graph",
+    "intrinsics.scalarpack",
+    "intrinsics.tuples",
+)
+"""The modules writing a graph function around its nodes' functions: the hash of their source salts every graph's
+cache key (`graph_cache_key`), as each lowering's version salts the keys of its nodes."""
 
 
 def native_scalar(dtype: str, value):
@@ -261,9 +273,10 @@ def _pack_source(spec: PackParam, items: list[str]) -> str:
     return f"pack_of({tuple_source(items)})"
 
 
-def graph_source(fgraph, convert_node, name="llvm_graph_fn") -> GraphSource:
-    """Write ``fgraph`` as one Python function; ``convert_node(node, **hints) -> (fn, key)`` gives each node's,
-    ``hints`` the keyword arguments of its lowering that depend on the graph around it (`filled_joins`).
+def graph_source(fgraph, storage_map=None, ofg_memo=None, name="llvm_graph_fn") -> GraphSource:
+    """Write ``fgraph`` as one Python function, each node's function made by `lower` from the graph's
+    `LoweringPlan` (`plan_graph`: each node's lowering decided once), ``storage_map`` and ``ofg_memo`` handed
+    to the lowerings in their `LoweringContext`.
 
     Four steps, one `_Writer` method each, filling the `GraphSource` and the plan's slots in order: the
     constants (embedded, or parameters when numba could not embed them), the parameters (direct ones, then
@@ -271,7 +284,8 @@ def graph_source(fgraph, convert_node, name="llvm_graph_fn") -> GraphSource:
     writer = _Writer(fgraph, GraphSource(name, global_env={"flatten_tuple": flatten_tuple, "__name__": __name__}))
     writer.classify_constants()
     writer.lay_out_parameters()
-    calls = writer.plan_calls(convert_node)
+    plan = plan_graph(fgraph, writer.order)
+    calls = writer.plan_calls(plan, lambda node: LoweringContext(node, plan[node], storage_map, ofg_memo))
     return writer.finish(calls)
 
 
@@ -344,9 +358,9 @@ class _Writer:
         self.scalar_slots = {sources[i]: self.slots[sources[i]] for i in graph.scalar_sources}
         self.next_slot = self.n_arguments + len(self.items)
 
-    def plan_calls(self, convert_node) -> list[PlanCall]:
-        """One call per node, its outputs in fresh slots; nodes of one cache key and the same input and output
-        types share one function."""
+    def plan_calls(self, plan: LoweringPlan, context_of) -> list[PlanCall]:
+        """One call per node, its outputs in fresh slots, its function `lower`'s of ``context_of(node)``, its
+        pack start ``plan``'s; nodes of one cache key and the same input and output types share one function."""
         calls = []
         for var, slot in self.scalar_slots.items():
             if any(not isinstance(client.op, ScalarFromTensor) for client, _ in self.fgraph.clients[var]):
@@ -354,7 +368,6 @@ class _Writer:
                 self.next_slot += 1
                 calls.append(PlanCall(zero_d_array, (slot,), (self.slots[var],), None, f"{var} as a 0-d array"))
         shared = {}
-        hints = filled_joins(self.fgraph, self.order)
         for n, node in enumerate(self.order, start=1):
             if isinstance(node.op, ScalarFromTensor) and node.inputs[0] in self.scalar_slots:
                 # The graph function takes the input as this very scalar.
@@ -362,7 +375,7 @@ class _Writer:
                 self.graph.node_keys.append(((self.coords[node.inputs[0]],), "native scalar"))
                 self.coords[node.outputs[0]] = (n, 0)
                 continue
-            fn, key = convert_node(node, **hints.get(node, {}))
+            fn, key = lower(context_of(node))
             if key is not None:
                 # One numba compile (or cache load) instead of one per node, for the 240 identical Elemwise
                 # of a wide graph. The types are part of it: a stock key need not tell an int32 node from a
@@ -372,7 +385,7 @@ class _Writer:
             self.next_slot += len(node.outputs)
             arguments = tuple(self.slots[inp] for inp in node.inputs)
             outputs = tuple(self.slots[out] for out in node.outputs)
-            calls.append(PlanCall(fn, arguments, outputs, packed_arguments(node), node))
+            calls.append(PlanCall(fn, arguments, outputs, plan[node].pack_start, node))
             self.graph.node_keys.append(None if key is None else (tuple(self.coords[x] for x in node.inputs), key))
             self.coords |= {out: (n, j) for j, out in enumerate(node.outputs)}
         return calls
@@ -412,5 +425,5 @@ def graph_cache_key(graph: GraphSource, salt) -> str | None:
     """The graph function's cache key, or ``None`` if any node is uncacheable."""
     if None in graph.node_keys:
         return None
-    desc = (salt, tuple(graph.node_keys), len(graph.params))
+    desc = (salt, tuple(source_hash(module) for module in GRAPH_MODULES), tuple(graph.node_keys), len(graph.params))
     return sha256(repr(desc).encode()).hexdigest()

@@ -26,7 +26,6 @@ from llvm_backend.codegen import (
     graph_source,
     tuple_source,
 )
-from llvm_backend.dispatch import CODEGEN_VERSION, llvm_funcify_and_cache_key
 from llvm_backend.lowerings.composite import lowering_composites
 
 __all__ = ["REWRITE_TAG", "ConvertedGraph", "LLVMLinker", "ListedOutputs", "PackCell", "graph_caller"]
@@ -198,7 +197,7 @@ class ConvertedGraph(NamedTuple):
 
 
 class LLVMLinker(NumbaLinker):
-    """A `NumbaLinker` whose nodes are lowered by ``llvm_funcify_and_cache_key``.
+    """A `NumbaLinker` whose nodes are lowered by ``llvm_backend.dispatch.lower``, from the graph's plan.
 
     The graph function's parameters (``GraphSource``) are the inputs it takes directly, its array packs (a
     `PackCell` each) and the constants numba could only embed as dynamic globals, which are passed as
@@ -213,13 +212,9 @@ class LLVMLinker(NumbaLinker):
         # One function per distinct OpFromGraph in the graph and in the inner graphs it compiles, as stock's
         # conversion of a FunctionGraph shares them.
         ofg_memo = {}
-
-        def convert_node(node, **hints):
-            return llvm_funcify_and_cache_key(node.op, node=node, storage_map=storage_map, ofg_memo=ofg_memo, **hints)
-
         with lowering_composites():
-            graph = graph_source(fgraph, convert_node)
-        key = graph_cache_key(graph, (REWRITE_TAG, CODEGEN_VERSION, config.numba__fastmath))
+            graph = graph_source(fgraph, storage_map=storage_map, ofg_memo=ofg_memo)
+        key = graph_cache_key(graph, (REWRITE_TAG, config.numba__fastmath))
         py_fn = compile_numba_function_src(
             graph.source,
             graph.name,

@@ -211,8 +211,8 @@ def composite_intrinsic(op: Composite, **kwargs):
 
 
 @register_lowering(Composite, graph_intrinsic)
-def lower_composite(op, node, **kwargs):
-    return composite_intrinsic(op, **kwargs)
+def lower_composite(context):
+    return composite_intrinsic(context.op, **context.stock_kwargs)
 
 
 @register_funcify_and_cache_key(Composite)

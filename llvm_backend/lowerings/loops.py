@@ -29,7 +29,7 @@ from pytensor.tensor.rewriting.fused_elemwise import FusedElemwise
 from pytensor.tensor.rewriting.scalarize import ScalarizedElemwise
 
 from intrinsics.loops import LoopOutput, LoopSpec, node_loop_intrinsic
-from llvm_backend.dispatch import lowering_cache_key, register_lowering
+from llvm_backend.dispatch import LoweringContext, lowering_cache_key, register_lowering
 from llvm_backend.lowerings.composite import composite_intrinsic
 from llvm_backend.lowerings.reduction import REDUCTION_OPS, reduces_kinds, reduction_identity
 
@@ -63,7 +63,11 @@ def _reduction(node, i, ndim: int) -> LoopOutput | None:
 
 
 def loop_spec(node) -> LoopSpec | None:
-    """The loop running ``node``, or None when the loop does not take it (see the module's docstring)."""
+    """no indexed read or write, an array input, and only reductions full_reduce has (none in place)
+
+    The loop running ``node``, or None when the loop does not take it (see the module's docstring): the
+    reductions' ops are ``full_reduce``'s, on bool, integer or float accumulators, of the output's dtype unless
+    the reduction is over every axis. The first line is the condition `llvm-backend lowerings` shows."""
     elemwise = _elemwise(node)
     if isinstance(node.op, FusedElemwise) and (
         any(e is not None for e in node.op.indexed_inputs) or any(e is not None for e in node.op.indexed_outputs)
@@ -97,20 +101,18 @@ def _destroyed(node, elemwise, i: int) -> int | None:
 
 
 def lowers_loop(node) -> bool:
-    """no indexed read or write, an array input, and only reductions full_reduce has (none in place)
-
-    The reductions' ops are ``full_reduce``'s, on bool, integer or float accumulators, of the output's dtype
-    unless the reduction is over every axis."""
+    """Whether the loop takes ``node`` (`loop_spec`)."""
     return loop_spec(node) is not None
 
 
-@register_lowering(Elemwise, node_loop_intrinsic, when=lowers_loop)
-@register_lowering(ScalarizedElemwise, node_loop_intrinsic, when=lowers_loop)
-@register_lowering(FusedElemwise, node_loop_intrinsic, when=lowers_loop)
-def lower_loop(op, node, within=None, **kwargs):
-    """``within = (i, before, after)``: output ``i`` is written within a new vector, a join's output
-    (`LoopOutput.within`; `llvm_backend.lowerings.join.filled_joins` says where)."""
-    spec = loop_spec(node)
+@register_lowering(Elemwise, node_loop_intrinsic, spec=loop_spec)
+@register_lowering(ScalarizedElemwise, node_loop_intrinsic, spec=loop_spec)
+@register_lowering(FusedElemwise, node_loop_intrinsic, spec=loop_spec)
+def lower_loop(context: LoweringContext):
+    """The loop of ``context.spec`` (`loop_spec`'s). The hint ``within = (i, before, after)``: output ``i`` is
+    written within a new vector, a join's output (`LoopOutput.within`; `llvm_backend.lowerings.join.fill_joins`
+    says where)."""
+    op, node, spec, within = context.op, context.node, context.spec, context.hints.get("within")
     if within is not None:
         i, before, after = within
         outputs = list(spec.outputs)
@@ -119,10 +121,10 @@ def lower_loop(op, node, within=None, **kwargs):
     elemwise = _elemwise(node)
     scalar_op = elemwise.op.scalar_op
     if isinstance(scalar_op, Composite):
-        scalar_function, scalar_key = composite_intrinsic(scalar_op, **kwargs)
+        scalar_function, scalar_key = composite_intrinsic(scalar_op, **context.stock_kwargs)
     else:
         scalar_node = elemwise.op.make_scalar_node(*elemwise.inputs)
-        scalar_function, scalar_key = numba_funcify_and_cache_key(scalar_op, node=scalar_node, **kwargs)
+        scalar_function, scalar_key = numba_funcify_and_cache_key(scalar_op, node=scalar_node, **context.stock_kwargs)
     if not isinstance(scalar_function, Dispatcher | _Intrinsic):
         scalar_function = numba_njit(scalar_function)
     # The scalar function's key says what the Elemwise's scalar op computes, the spec all the rest.

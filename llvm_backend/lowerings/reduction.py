@@ -16,7 +16,7 @@ from pytensor.tensor.elemwise import CAReduce
 from pytensor.tensor.rewriting.scalarize import ScalarCAReduce
 
 from intrinsics.reduction import full_reduce
-from llvm_backend.dispatch import lowering_cache_key, register_lowering
+from llvm_backend.dispatch import LoweringContext, lowering_cache_key, register_lowering
 
 __all__ = ["REDUCTION_OPS", "lower_scalar_careduce", "reduces_kinds", "reduction_identity", "uses_full_reduce"]
 
@@ -73,7 +73,8 @@ def reduction_identity(scalar_op, acc_dtype: np.dtype):
 
 
 @register_lowering(ScalarCAReduce, full_reduce, when=uses_full_reduce)
-def lower_scalar_careduce(op, node, **kwargs):
+def lower_scalar_careduce(context: LoweringContext):
+    op, node = context.op, context.node
     careduce = _careduce(op)
     name = REDUCTION_OPS[type(careduce.scalar_op)]
     in_dtype, acc_dtype, out_dtype = _dtypes(careduce, node)

@@ -152,8 +152,8 @@ def _stock_planted(op, node, **kwargs):
     return planted
 
 
-def _planted_lowering(op, node, **kwargs):
-    bug = op.bug
+def _planted_lowering(context):
+    bug = context.op.bug
 
     @numba_njit
     def planted(x):

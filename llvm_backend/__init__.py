@@ -8,16 +8,16 @@ Importing this package registers the PyTensor mode "LLVM" (also reachable as "ll
 
 Users of other modes ("NUMBA", "FAST_RUN", "CVM", ...) see no change from the import, but one: numba's JIT
 can resolve the powi builtins (`llvm_backend.builtins`), so a graph on which stock NUMBA aborts the process
-(``pow(x, cast(int))`` under fast-math) computes instead.
+(``pow(x, cast(int))`` under fast-math) computes instead. Every process-wide change the import makes is one of
+``llvm_backend.process.CHANGES``, each documented there and reversible (``llvm_backend.process.revert_all()``).
 """
 
 from llvm_backend import lowerings  # noqa: F401  (registers our lowerings)
-from llvm_backend.builtins import provide_powi
 from llvm_backend.dispatch import LOWERINGS, llvm_funcify_and_cache_key, register_lowering
 from llvm_backend.linker import LLVMLinker
-from llvm_backend.mode import LLVM, MODE_NAME, llvm_rewrites, register
+from llvm_backend.mode import LLVM, MODE_NAME, llvm_rewrites
+from llvm_backend.process import register
 
-provide_powi()
 register()
 
 __all__ = [
@@ -27,5 +27,6 @@ __all__ = [
     "LLVMLinker",
     "llvm_funcify_and_cache_key",
     "llvm_rewrites",
+    "register",
     "register_lowering",
 ]

@@ -13,10 +13,9 @@ op's ``perform`` calling it) goes on as stock's would instead of deadlocking.
 nutpie's chains call it from their own threads.
 """
 
-import copyreg
 import threading
 
-from pytensor.compile.executor import Function, _pickle_Function
+from pytensor.compile.executor import Function
 from pytensor.compile.maker import FunctionMaker
 
 __all__ = ["LLVMFunction", "LLVMFunctionMaker"]
@@ -24,7 +23,8 @@ __all__ = ["LLVMFunction", "LLVMFunctionMaker"]
 
 class LLVMFunction(Function):
     """A `Function` whose calls hold a lock of its own: the thread that sets its inputs is the one whose
-    call reads them."""
+    call reads them. It pickles as PyTensor's `Function` does (``pickle_llvm_function`` in
+    ``llvm_backend.process``: copyreg keys PyTensor's pickling by the exact class)."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -33,10 +33,6 @@ class LLVMFunction(Function):
     def __call__(self, *args, **kwargs):
         with self.call_lock:
             return super().__call__(*args, **kwargs)
-
-
-# copyreg's table is keyed by the exact class: PyTensor's pickling of a Function, for ours too.
-copyreg.pickle(LLVMFunction, _pickle_Function)
 
 
 class LLVMFunctionMaker(FunctionMaker):

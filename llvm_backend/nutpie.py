@@ -12,31 +12,42 @@ entry points make that compile use the LLVM mode::
     with llvm_backend.nutpie.numba_is_llvm():  # any code that compiles under "NUMBA"
         idata = pm.sample(nuts_sampler="nutpie", model=model)
 
-`numba_is_llvm` is process-global while it is open: every compile that asks for "NUMBA" by name, in any
-thread, gets the LLVM mode. On exit "NUMBA" is PyTensor's own mode again.
+`numba_is_llvm` is process-global while it is open (``NUMBA_IS_LLVM`` in ``llvm_backend.process``): every
+compile that asks for "NUMBA" by name, in any thread, gets the LLVM mode. When the last one open, in any thread,
+exits, "NUMBA" is PyTensor's own mode again.
 """
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from pytensor.compile.mode import predefined_modes
-
 from llvm_backend.linker import LLVMLinker
-from llvm_backend.mode import LLVM
+from llvm_backend.process import NUMBA_IS_LLVM
 
 __all__ = ["compile_pymc_model", "numba_is_llvm"]
+
+_lock = threading.Lock()
+_open = 0
+"""How many `numba_is_llvm` blocks are open, in every thread: the first applies `NUMBA_IS_LLVM`, the last to
+exit reverts it."""
 
 
 @contextmanager
 def numba_is_llvm() -> Iterator[None]:
     """Within, PyTensor's mode "NUMBA" (``mode="NUMBA"``, ``get_mode("NUMBA")``) is the LLVM mode, for every
-    thread of the process; the previous "NUMBA" is put back on exit, also when an exception leaves."""
-    previous = predefined_modes["NUMBA"]
-    predefined_modes["NUMBA"] = LLVM
+    thread of the process; the previous "NUMBA" is put back when the last block open exits, also when an exception
+    leaves. Blocks may nest and overlap across threads."""
+    global _open
+    with _lock:
+        _open += 1
+        NUMBA_IS_LLVM.apply()
     try:
         yield
     finally:
-        predefined_modes["NUMBA"] = previous
+        with _lock:
+            _open -= 1
+            if not _open:
+                NUMBA_IS_LLVM.revert()
 
 
 def compile_pymc_model(model, **kwargs):

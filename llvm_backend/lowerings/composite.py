@@ -22,6 +22,13 @@ and calls stock's function for every other node. Each call is typed by numba wit
 stock's functions, so the arithmetic and the values are stock's. Outside the LLVM mode (`lowering_composites`
 not active) stock's lowering runs unchanged.
 
+From import on, PyTensor's ``numba_funcify_and_cache_key`` and ``numba_funcify`` give a Composite
+`numba_funcify_Composite` (``composite_funcify`` in ``llvm_backend.process``, reverted there): stock lowers some
+nodes around a Composite (an Elemwise our loops do not take, a Blockwise, an inner graph) and looks its scalar op
+up in those tables. The table entry is the same for every thread and never swapped during a conversion; which
+lowering a call gets is the calling context's (`lowering_composites` sets a `ContextVar`, and each thread starts
+without it), so a stock NUMBA compile in another thread gets stock's function and key meanwhile.
+
 A Composite node of a graph, and the scalar function of a loop over one (`llvm_backend.lowerings.loops`), is
 `composite_intrinsic`'s: the plan emitted where it is called, in the graph function's module, with no
 function of its own. `numba_funcify_Composite` (an ``@njit`` function) serves stock's lowerings, which need
@@ -41,14 +48,22 @@ from numba.core import types
 from numba.extending import intrinsic
 from pytensor.link.numba.cache import compile_numba_function_src
 from pytensor.link.numba.dispatch import basic as numba_basic
-from pytensor.link.numba.dispatch.basic import numba_funcify_and_cache_key, register_funcify_and_cache_key
+from pytensor.link.numba.dispatch.basic import numba_funcify_and_cache_key
 from pytensor.scalar.basic import Add, Composite, Mul, ScalarOp, Switch
 
 from intrinsics.graph import GraphPlan, PlanCall, graph_intrinsic
 from intrinsics.select import select
 from llvm_backend.dispatch import register_lowering
 
-__all__ = ["COMPOSITE_VERSION", "CompositeBody", "composite_body", "composite_intrinsic", "lowering_composites"]
+__all__ = [
+    "COMPOSITE_VERSION",
+    "CompositeBody",
+    "composite_body",
+    "composite_intrinsic",
+    "lowering_composites",
+    "numba_funcify_Composite",
+    "numba_funcify_Composite_without_key",
+]
 
 COMPOSITE_VERSION = 4
 """Part of every cache key of a Composite lowered here: bump it when the generated source changes."""
@@ -211,12 +226,15 @@ def composite_intrinsic(op: Composite, **kwargs):
 
 
 @register_lowering(Composite, graph_intrinsic)
-def lower_composite(context):
-    return composite_intrinsic(context.op, **context.stock_kwargs)
+def lower_composite(op, node, **kwargs):
+    return composite_intrinsic(op, **kwargs)
 
 
-@register_funcify_and_cache_key(Composite)
 def numba_funcify_Composite(op, node, **kwargs):
+    """PyTensor's ``numba_funcify_and_cache_key`` for `Composite` while ``llvm_backend.process``'s
+    ``composite_funcify`` is applied (from import on): stock's function and key, unless the calling context is
+    inside `lowering_composites`; there an ``@njit`` function running the plan, for stock's lowerings of the
+    nodes around it."""
     if not _ACTIVE.get():
         return _STOCK(op, node, **kwargs)
     kwargs.pop("storage_map", None)
@@ -228,3 +246,9 @@ def numba_funcify_Composite(op, node, **kwargs):
     env = {"composite_body": graph_intrinsic(body.plan)} | {f"c{j}": v for j, v in enumerate(body.constants)}
     function = compile_numba_function_src(source, "composite", env, cache_key=body.key)
     return numba_basic.numba_njit(function), body.key
+
+
+def numba_funcify_Composite_without_key(op, node, **kwargs):
+    """`numba_funcify_Composite`'s function alone: PyTensor's ``numba_funcify`` for `Composite`, as stock's
+    registration makes it."""
+    return numba_funcify_Composite(op, node, **kwargs)[0]

@@ -23,21 +23,23 @@ removed first.
 ``LLVM_BACKEND_REWRITE_CACHE=0`` in the environment turns the cache off; ``llvm-backend cache clear``
 empties it.
 
-It serves every compile whose rewrites include the LLVM linker's, whatever `Mode` object carries the linker
-("LLVM", modes derived from it, PyMC's ``compile``, which rebuilds a plain ``Mode`` from the mode's linker and
-query, ``Mode(linker="llvm")``): importing the package makes `cached_sequence` PyTensor's ``optdb``'s
-``seq_rewriter_type``, which wraps such a query's rewriters in a `CachedRewriter` and leaves every other
-query's as PyTensor builds them. The key includes the linker of the mode compiling the graph.
+Which queries it serves is decided in one place, `is_ours`: exactly those that include our tag
+(``REWRITE_TAG``, which the LLVM linker requires), whatever `Mode` object carries the linker ("LLVM", modes
+derived from it, PyMC's ``compile``, which rebuilds a plain ``Mode`` from the mode's linker and query,
+``Mode(linker="llvm")``). Importing the package makes `cached_query` PyTensor's ``optdb.query``
+(``rewrite_cache_query`` in ``llvm_backend.process``), which wraps such a query's rewriters in a `CachedRewriter`
+and returns every other query's as PyTensor builds them. The key includes the linker of the mode compiling the
+graph.
 
 The layers, one module each: ``fingerprint`` (what identifies code, classes, rewriters and flags), ``keys``
 (the key of a graph), ``install`` (a stored graph put in place), ``store`` (the files on disk) and
-``rewriter`` (`CachedRewriter` and `cached_sequence`).
+``rewriter`` (`CachedRewriter`, `cached_query` and `is_ours`).
 """
 
 from llvm_backend.rewrite_cache import store
 from llvm_backend.rewrite_cache.fingerprint import rewriter_fingerprint
 from llvm_backend.rewrite_cache.keys import Uncacheable, graph_key
-from llvm_backend.rewrite_cache.rewriter import CachedRewriter, cached_sequence, enabled, outcomes
+from llvm_backend.rewrite_cache.rewriter import CachedRewriter, cached_query, enabled, is_ours, outcomes
 from llvm_backend.rewrite_cache.store import MAX_BYTES, MAX_ENTRIES, RewriteCache
 
 __all__ = [
@@ -46,9 +48,10 @@ __all__ = [
     "CachedRewriter",
     "RewriteCache",
     "Uncacheable",
-    "cached_sequence",
+    "cached_query",
     "enabled",
     "graph_key",
+    "is_ours",
     "outcomes",
     "rewriter_fingerprint",
     "store",

@@ -1,13 +1,16 @@
 """The rewriter wrapper: `CachedRewriter` serves a compile from the store or rewrites and stores, and
-`cached_sequence`, ``optdb``'s ``seq_rewriter_type``, puts it on every query of the LLVM linker's rewrites."""
+`cached_query`, ``optdb.query`` from import on, puts it on every query that `is_ours`."""
 
 import logging
 import os
 import sys
 from collections import Counter
 
-from pytensor.graph.rewriting.basic import GraphRewriter, SequentialGraphRewriter
+from pytensor.compile.mode import optdb
+from pytensor.graph.rewriting.basic import GraphRewriter
+from pytensor.graph.rewriting.db import RewriteDatabaseQuery, SequenceDB
 
+from llvm_backend.linker import REWRITE_TAG
 from llvm_backend.rewrite_cache import store
 from llvm_backend.rewrite_cache.fingerprint import class_identity, digest, rewriter_fingerprint
 from llvm_backend.rewrite_cache.install import install
@@ -15,7 +18,7 @@ from llvm_backend.rewrite_cache.keys import Uncacheable, graph_key
 from llvm_backend.rewrite_cache.store import RewriteCache
 from llvm_backend.rewrites.supervisor import use_indexed_supervisor
 
-__all__ = ["CachedRewriter", "cached_sequence", "enabled", "outcomes"]
+__all__ = ["CachedRewriter", "cached_query", "enabled", "is_ours", "outcomes"]
 
 _logger = logging.getLogger(__name__)
 
@@ -30,13 +33,32 @@ def enabled() -> bool:
     return os.environ.get("LLVM_BACKEND_REWRITE_CACHE", "1").strip().lower() not in ("0", "false", "off", "no")
 
 
-def cached_sequence(rewriters, **kwargs) -> GraphRewriter:
-    """``optdb``'s ``seq_rewriter_type``: the `SequentialGraphRewriter` a query of PyTensor's ``optdb`` resolves
-    to, wrapped in a `CachedRewriter` when the query includes the LLVM linker's rewrites (its rewriters hold
-    `use_indexed_supervisor`, registered under our tag alone) and the cache is `enabled`. Every other query
-    gets PyTensor's own sequence, unchanged."""
-    sequence = SequentialGraphRewriter(rewriters, **kwargs)
-    if use_indexed_supervisor in rewriters and enabled():
+def is_ours(query: RewriteDatabaseQuery) -> bool:
+    """Whether the rewrite cache serves ``query``: exactly when it includes our tag, `REWRITE_TAG` (among its
+    ``include`` and not among its ``exclude``, which would take our rewrites out again). The LLVM linker requires
+    the tag (``LLVMLinker.required_rewrites``), so every Mode carrying it asks such a query; no other test is made
+    anywhere."""
+    return REWRITE_TAG in query.include and REWRITE_TAG not in query.exclude
+
+
+def _query_of(tags) -> RewriteDatabaseQuery:
+    """The query ``optdb.query(*tags)`` asks: the query given, or the one PyTensor builds of ``"+tag"``,
+    ``"&tag"`` and ``"-tag"`` strings."""
+    if tags and isinstance(tags[0], RewriteDatabaseQuery):
+        return tags[0]
+    return RewriteDatabaseQuery(
+        include=[tag[1:] for tag in tags if tag.startswith("+")],
+        require=[tag[1:] for tag in tags if tag.startswith("&")],
+        exclude=[tag[1:] for tag in tags if tag.startswith("-")],
+    )
+
+
+def cached_query(*tags, **kwargs) -> GraphRewriter:
+    """``optdb.query`` while ``llvm_backend.process``'s ``rewrite_cache_query`` is applied: what PyTensor's
+    `SequenceDB.query` of ``optdb`` returns, in a `CachedRewriter` when the query `is_ours` and the cache is
+    `enabled`; for every other query, PyTensor's own result, unchanged."""
+    sequence = SequenceDB.query(optdb, *tags, **kwargs)
+    if is_ours(_query_of(tags)) and enabled():
         return CachedRewriter(sequence, store.DEFAULT)
     return sequence
 

@@ -10,7 +10,7 @@ import llvmlite.binding as llvm
 import pytest
 
 import llvm_backend  # noqa: F401
-from llvm_backend.builtins import POWI, provide_powi
+from llvm_backend.builtins import POWI, powi_symbols
 
 POW_OF_A_CAST = textwrap.dedent(
     """
@@ -45,4 +45,4 @@ def test_a_float_raised_to_a_cast_integer_computes_instead_of_aborting(integer, 
 
 def test_the_builtins_resolve_once_provided():
     assert all(llvm.address_of_symbol(name) for name in POWI)
-    assert provide_powi() == []
+    assert powi_symbols() == {}

@@ -13,19 +13,20 @@ import pytensor
 import pytensor.tensor as pt
 import pytest
 from pytensor.compile.io import In
-from pytensor.compile.mode import Mode, get_mode
+from pytensor.compile.mode import Mode, get_mode, optdb
 from pytensor.graph.basic import Constant, equal_computations
 from pytensor.graph.destroyhandler import DestroyHandler
 from pytensor.graph.fg import FunctionGraph
 from pytensor.graph.op import Op
 from pytensor.graph.rewriting.basic import MergeFeature, SequentialGraphRewriter
+from pytensor.graph.rewriting.db import RewriteDatabaseQuery
 from pytensor.graph.traversal import graph_inputs
 from pytensor.scalar import Composite
 from pytensor.tensor.rewriting.shape import ShapeFeature
 
 from llvm_backend import rewrite_cache
-from llvm_backend.linker import LLVMLinker
-from llvm_backend.mode import LLVM
+from llvm_backend.linker import REWRITE_TAG, LLVMLinker
+from llvm_backend.mode import LLVM, SUPERVISOR_NAME
 from llvm_backend.rewrite_cache import CachedRewriter, RewriteCache, Uncacheable, rewriter_fingerprint
 from llvm_backend.tools import graphs
 from llvm_backend.tools.testing import compare_llvm_numba_and_py
@@ -311,6 +312,28 @@ def test_every_mode_with_our_linker_caches(cache, build):
 @pytest.mark.parametrize("name", ["NUMBA", "FAST_RUN", "CVM", "FAST_COMPILE", "JAX"])
 def test_stock_modes_get_pytensors_own_rewriters(name):
     assert type(_query_rewriter(get_mode(name))) is SequentialGraphRewriter
+
+
+@pytest.mark.parametrize(
+    ("query", "ours"),
+    [
+        (RewriteDatabaseQuery(include=["fast_run", REWRITE_TAG]), True),
+        (RewriteDatabaseQuery(include=[REWRITE_TAG]), True),
+        # the tag alone decides: a query of stock's tags whose rewriters hold ours is not ours
+        (RewriteDatabaseQuery(include=["fast_run", SUPERVISOR_NAME]), False),
+        (RewriteDatabaseQuery(include=["fast_run", "numba"]), False),
+        (RewriteDatabaseQuery(include=["fast_run", REWRITE_TAG], exclude=[REWRITE_TAG]), False),
+    ],
+)
+def test_a_query_is_ours_exactly_when_it_includes_our_tag(query, ours):
+    assert rewrite_cache.is_ours(query) is ours
+    assert isinstance(optdb.query(query), CachedRewriter) is ours
+
+
+def test_a_query_of_tag_strings_is_ours_when_it_includes_our_tag():
+    assert isinstance(optdb.query("+fast_run", f"+{REWRITE_TAG}"), CachedRewriter)
+    assert not isinstance(optdb.query("+fast_run", f"+{REWRITE_TAG}", f"-{REWRITE_TAG}"), CachedRewriter)
+    assert type(optdb.query("+fast_run")) is SequentialGraphRewriter
 
 
 def test_cli_reports_and_clears(cache, capsys):

@@ -1,0 +1,303 @@
+"""Every process-wide change `llvm_backend` makes to PyTensor, numba or Python, in one list.
+
+`CHANGES` is what ``import llvm_backend`` does, applied in that order by `register` (which the import calls);
+`NUMBA_IS_LLVM` is what ``llvm_backend.nutpie.numba_is_llvm()`` does while it is open. Each is a `Change`
+named here, whose docstring says what it changes, why, and who sees it. ``apply()`` makes it and ``revert()``
+puts back exactly what was there before; both are idempotent (each says whether it did anything), so importing
+twice or calling `register` again changes nothing more, and `revert_all` undoes the import's changes in the
+reverse order.
+
+Left out, because nothing else sees them and numba cannot take them back: the numba types, data models and
+``typeof`` entries of ``intrinsics/``, keyed by classes of our own (``ArrayPack``, ``ScalarPack``, ...), and the
+compiled code numba keeps. Everything else the package does is confined to its own objects and to the modes
+using its linker.
+"""
+
+import copyreg
+from collections.abc import Callable
+
+import llvmlite.binding as llvm
+from pytensor.compile.executor import _pickle_Function
+from pytensor.compile.mode import optdb, predefined_linkers, predefined_modes
+from pytensor.link.numba.dispatch.basic import numba_funcify, numba_funcify_and_cache_key
+from pytensor.scalar.basic import Composite
+
+from llvm_backend import rewrite_cache
+from llvm_backend.builtins import powi_symbols
+from llvm_backend.function import LLVMFunction
+from llvm_backend.linker import REWRITE_TAG
+from llvm_backend.lowerings.composite import numba_funcify_Composite, numba_funcify_Composite_without_key
+from llvm_backend.mode import (
+    EXPOSE_SCALARS_NAME,
+    LINKER_NAME,
+    LLVM,
+    MODE_NAME,
+    REWRITES_NAME,
+    SUPERVISOR_NAME,
+    llvm_rewrites,
+)
+from llvm_backend.rewrites.scalar_inputs import ExposeScalarInputs
+from llvm_backend.rewrites.supervisor import use_indexed_supervisor
+
+__all__ = [
+    "CHANGES",
+    "NUMBA_IS_LLVM",
+    "AttributeChange",
+    "Change",
+    "DispatchOverride",
+    "EntryChange",
+    "OptdbRegistration",
+    "PowiSymbols",
+    "register",
+    "revert_all",
+]
+
+
+class Change:
+    """One process-wide change. Subclasses make it in ``_apply`` and undo it in ``_revert``."""
+
+    def __init__(self, name: str, doc: str):
+        self.name = name
+        self.__doc__ = doc
+        self.applied = False
+
+    def apply(self) -> bool:
+        """Make the change unless it is made already; whether it was made now."""
+        if self.applied:
+            return False
+        self._apply()
+        self.applied = True
+        return True
+
+    def revert(self) -> bool:
+        """Put back what was there before `apply`, if it is applied; whether it was reverted now."""
+        if not self.applied:
+            return False
+        self._revert()
+        self.applied = False
+        return True
+
+    def _apply(self) -> None:
+        raise NotImplementedError
+
+    def _revert(self) -> None:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name} {'applied' if self.applied else 'not applied'}>"
+
+
+class OptdbRegistration(Change):
+    """``rewriter`` registered in PyTensor's ``optdb`` as ``name`` under ``tags`` at ``position``; reverting
+    removes it from every tag's set and drops the sets the registration created."""
+
+    def __init__(self, name: str, doc: str, rewriter, *tags: str, position: float):
+        super().__init__(name, doc)
+        self.rewriter = rewriter
+        self.tags = tags
+        self.position = position
+        self._created: list[str] = []
+
+    def _keys(self) -> list[str]:
+        return [self.name, type(self.rewriter).__name__, *self.tags]
+
+    def _apply(self) -> None:
+        self._created = [key for key in self._keys() if key not in optdb.__db__]
+        optdb.register(self.name, self.rewriter, *self.tags, position=self.position)
+
+    def _revert(self) -> None:
+        for key in self._keys():
+            optdb.__db__[key].discard(self.rewriter)
+        for key in self._created:
+            del optdb.__db__[key]
+        optdb._names.discard(self.name)
+        del optdb.__position__[self.name]
+
+
+_ABSENT = object()
+
+
+class AttributeChange(Change):
+    """``target.attribute`` set to ``value``; reverting puts back the attribute's own value, or deletes it
+    when ``target`` had none of its own (its class's then shows again)."""
+
+    def __init__(self, name: str, doc: str, target, attribute: str, value):
+        super().__init__(name, doc)
+        self.target, self.attribute, self.value = target, attribute, value
+        self._previous = _ABSENT
+
+    def _apply(self) -> None:
+        self._previous = vars(self.target).get(self.attribute, _ABSENT)
+        setattr(self.target, self.attribute, self.value)
+
+    def _revert(self) -> None:
+        if self._previous is _ABSENT:
+            delattr(self.target, self.attribute)
+        else:
+            setattr(self.target, self.attribute, self._previous)
+
+
+class EntryChange(Change):
+    """``table[key]`` set to ``value`` (a dict of PyTensor's or Python's); reverting puts back the entry that
+    was there, or removes the key."""
+
+    def __init__(self, name: str, doc: str, table: dict, key, value):
+        super().__init__(name, doc)
+        self.table, self.key, self.value = table, key, value
+        self._previous = _ABSENT
+
+    def _apply(self) -> None:
+        self._previous = self.table.get(self.key, _ABSENT)
+        self.table[self.key] = self.value
+
+    def _revert(self) -> None:
+        if self._previous is _ABSENT:
+            del self.table[self.key]
+        else:
+            self.table[self.key] = self._previous
+
+
+class DispatchOverride(Change):
+    """Each ``singledispatch`` function of ``overrides`` given its function for ``cls`` in place of the one
+    registered (which must exist: a singledispatch registry cannot drop an entry); reverting registers those
+    again."""
+
+    def __init__(self, name: str, doc: str, cls: type, overrides: list[tuple[Callable, Callable]]):
+        super().__init__(name, doc)
+        self.cls, self.overrides = cls, overrides
+        self._previous: list[Callable] = []
+
+    def _apply(self) -> None:
+        self._previous = [dispatcher.registry[self.cls] for dispatcher, _ in self.overrides]
+        for dispatcher, function in self.overrides:
+            dispatcher.register(self.cls, function)
+
+    def _revert(self) -> None:
+        for (dispatcher, _), previous in zip(self.overrides, self._previous, strict=True):
+            dispatcher.register(self.cls, previous)
+
+
+class PowiSymbols(Change):
+    """LLVM's process symbol table given the powi builtins the C runtime has and it cannot resolve
+    (`llvm_backend.builtins`). LLVM cannot remove a symbol: reverting sets each one added to address 0, which
+    its lookup answers as it did before, not found. Code already compiled against them keeps their address."""
+
+    def __init__(self, name: str, doc: str):
+        super().__init__(name, doc)
+        self.added: dict[str, int] = {}
+
+    def _apply(self) -> None:
+        self.added = powi_symbols()
+        for symbol, address in self.added.items():
+            llvm.add_symbol(symbol, address)
+
+    def _revert(self) -> None:
+        for symbol in self.added:
+            llvm.add_symbol(symbol, 0)
+
+
+CHANGES: tuple[Change, ...] = (
+    PowiSymbols(
+        "powi_builtins",
+        """numba's JIT resolves ``__powidf2``/``__powisf2`` (from libgcc), which LLVM calls for ``pow(x, (double) i)``
+        under fast-math: without them a process compiling such a Composite aborts, under stock NUMBA as under
+        ours. Every numba compile of the process sees them, stock NUMBA's too (which then computes there).""",
+    ),
+    OptdbRegistration(
+        SUPERVISOR_NAME,
+        """`use_indexed_supervisor` in ``optdb`` under our tag at -0.5, before every rewrite that validates: the
+        LLVM mode's graphs get an `IndexedSupervisor`. Only queries including our tag (the LLVM linker's) see it.""",
+        use_indexed_supervisor,
+        REWRITE_TAG,
+        position=-0.5,
+    ),
+    OptdbRegistration(
+        REWRITES_NAME,
+        """`llvm_rewrites` (loop-invariant hoisting) in ``optdb`` under our tag at 49.4: after elemwise fusion (49),
+        so they see fused nodes, before the destroy handler (49.5) and the inplace rewrites, so what they produce
+        can still be made inplace. Only queries including our tag see it.""",
+        llvm_rewrites,
+        REWRITE_TAG,
+        position=49.4,
+    ),
+    OptdbRegistration(
+        EXPOSE_SCALARS_NAME,
+        """`ExposeScalarInputs` in ``optdb`` under our tag at 99.9, just before PyTensor's numba fusion and
+        scalarization (100): 0-d inputs reach those as scalars. Only queries including our tag see it.""",
+        ExposeScalarInputs(),
+        REWRITE_TAG,
+        position=99.9,
+    ),
+    AttributeChange(
+        "rewrite_cache_query",
+        """``optdb.query`` is `rewrite_cache.cached_query` (an attribute of the ``optdb`` object, over
+        `SequenceDB.query`): a query that is ours (`rewrite_cache.is_ours`: it includes our tag) resolves to its
+        rewriters in a `CachedRewriter`, whatever Mode carries the LLVM linker (PyMC's rebuilt Mode too); every
+        other query gets exactly what PyTensor's ``optdb.query`` returns.""",
+        optdb,
+        "query",
+        rewrite_cache.cached_query,
+    ),
+    EntryChange(
+        "llvm_linker",
+        """``predefined_linkers["llvm"]`` is the LLVM mode's linker, so ``Mode(linker="llvm")`` finds it. Seen by
+        whoever asks for that name.""",
+        predefined_linkers,
+        LINKER_NAME,
+        LLVM.linker,
+    ),
+    EntryChange(
+        "llvm_mode",
+        """``predefined_modes["LLVM"]`` is the LLVM mode, so ``mode="LLVM"`` (any case) finds it. Seen by whoever
+        asks for that name.""",
+        predefined_modes,
+        MODE_NAME,
+        LLVM,
+    ),
+    DispatchOverride(
+        "composite_funcify",
+        """PyTensor's ``numba_funcify_and_cache_key`` and ``numba_funcify`` give a `Composite` our function
+        (`llvm_backend.lowerings.composite`): a Composite inside a node stock lowers during the LLVM linker's
+        conversion (an Elemwise our loops do not take, a Blockwise, an inner graph) is typed a node at a time.
+        Every other call, stock NUMBA's included, gets stock's function and key: ours hands it on unless the
+        calling context (a `ContextVar`, set by `lowering_composites`; each thread starts without it) is inside
+        our conversion. Whoever reads those two registries for Composite sees our function.""",
+        Composite,
+        [
+            (numba_funcify_and_cache_key, numba_funcify_Composite),
+            (numba_funcify, numba_funcify_Composite_without_key),
+        ],
+    ),
+    EntryChange(
+        "pickle_llvm_function",
+        """``copyreg.dispatch_table[LLVMFunction]`` is PyTensor's pickling of a `Function`, which copyreg keys by the
+        exact class: the LLVM mode's functions pickle as PyTensor's do. Only pickling an `LLVMFunction` sees it.""",
+        copyreg.dispatch_table,
+        LLVMFunction,
+        _pickle_Function,
+    ),
+)
+"""What ``import llvm_backend`` changes, in the order `register` applies them."""
+
+NUMBA_IS_LLVM = EntryChange(
+    "numba_is_llvm",
+    """``predefined_modes["NUMBA"]`` is the LLVM mode while ``llvm_backend.nutpie.numba_is_llvm()`` is open (nutpie
+    compiles under "NUMBA" by name): every compile of the process asking for "NUMBA", in any thread, gets "LLVM".
+    Not applied on import.""",
+    predefined_modes,
+    "NUMBA",
+    LLVM,
+)
+
+
+def register() -> None:
+    """Apply every change of `CHANGES`, in order: "LLVM" (any case) a PyTensor mode, "llvm" a linker. Idempotent."""
+    for change in CHANGES:
+        change.apply()
+
+
+def revert_all() -> None:
+    """Revert `NUMBA_IS_LLVM` and every change of `CHANGES`, in reverse order: the process is as it was before
+    ``import llvm_backend``, but for what the module docstring leaves out."""
+    for change in (*CHANGES, NUMBA_IS_LLVM)[::-1]:
+        change.revert()

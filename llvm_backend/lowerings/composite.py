@@ -226,8 +226,8 @@ def composite_intrinsic(op: Composite, **kwargs):
 
 
 @register_lowering(Composite, graph_intrinsic)
-def lower_composite(op, node, **kwargs):
-    return composite_intrinsic(op, **kwargs)
+def lower_composite(context):
+    return composite_intrinsic(context.op, **context.stock_kwargs)
 
 
 def numba_funcify_Composite(op, node, **kwargs):

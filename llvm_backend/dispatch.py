@@ -9,8 +9,9 @@ Each node's lowering is decided once per graph, in a `LoweringPlan` (`plan_graph
 ``GRAPH_PASSES``, which annotate the plan with what depends on the graph around a node). ``lower`` builds a
 node's numba function from a `LoweringContext` holding the node and its entry, through its record's funcify,
 cached under a key salted with the lowering's version; every other node falls back, explicitly, to PyTensor's
-stock numba function and its own cache entry, which it shares with ``mode="NUMBA"``. PyTensor's dispatch tables
-are never touched.
+stock numba function and its own cache entry, which it shares with ``mode="NUMBA"``. This module writes to none of
+PyTensor's dispatch tables; the package's one entry there, `Composite`'s, is ``llvm_backend.process``'s
+``composite_funcify``.
 """
 
 import importlib

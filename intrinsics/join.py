@@ -361,11 +361,12 @@ def _emit_element(context, builder, entry_type, value):
 
 
 def _emit_vector_join(context, builder, axis, in_types, values, out_type, filled=None):
-    """A 1-d join with elements (scalars, 0-d arrays) among its entries.
+    """A 1-d join with elements (scalars, 0-d arrays) among its entries (a ``ScalarizedJoin``, a ``MakeVector``).
 
-    Each entry's offset is a running sum in straight-line code (an element adds 1, a vector its length), so
-    no validation loop is needed; each element is one store at its offset, and only the vectors go through
-    the stack tables and the copy loops (none when every entry is an element).
+    After the axis check, each entry's offset is a running sum in straight-line code (an element adds 1, a
+    vector its length), so no validation loop is needed; each element is one store at its offset, and only the
+    vectors go through the stack tables and the copy loops (none when every entry is an element: of scalars
+    only, it is ``out = np.empty(n, dtype); out[0] = s0; ...; out[n - 1] = sn``, as stock's join of scalars).
 
     With ``filled = (k, before, after)``, entry ``k`` is the output itself, the entry already at ``before``
     (`filled_join`): the other entries are written around it, after checking that they fill exactly the
@@ -415,36 +416,55 @@ def _emit_vector_join(context, builder, axis, in_types, values, out_type, filled
     return out._getvalue()
 
 
+def _fill_from_tuple(context, builder, entry_types, entries, table):
+    """Store each entry of the tuple ``entries`` (of ``entry_types``) in the stack tables: straight-line code."""
+    for k, (entry_type, value) in enumerate(zip(entry_types, cgutils.unpack_tuple(builder, entries, len(entry_types)))):
+        _store_entry(context, builder, table, k, entry_type, value)
+
+
+def _fill_from_pack(context, builder, pack, entries, table):
+    """Store each array of the pack in the 1-tuple ``entries`` in the stack tables: one loop over its table."""
+    items = cgutils.unpack_tuple(builder, entries, 1)[0]
+    with cgutils.for_range(builder, _INTP(pack.count)) as loop:
+        value = builder.load(builder.gep(items, [loop.index]))
+        _store_entry(context, builder, table, loop.index, pack.array_type, value)
+
+
+def _emit_linear_join(context, builder, sig, args, in_types, pack, out_type):
+    """`linear_join`'s code, its entries ``in_types`` (a pack's arrays, for a ``pack``): a 1-d join of a tuple with
+    elements among its entries is `_emit_vector_join`'s, any other join `_emit_join`'s."""
+    join_axis = context.cast(builder, args[0], sig.args[0], types.intp)
+    if pack is not None:
+        fill = partial(_fill_from_pack, context, builder, pack, args[1])
+    elif any(_is_element(entry) for entry in in_types):
+        values = cgutils.unpack_tuple(builder, args[1], len(in_types))
+        return _emit_vector_join(context, builder, join_axis, list(in_types), values, out_type)
+    else:
+        fill = partial(_fill_from_tuple, context, builder, in_types, args[1])
+    return _emit_join(context, builder, join_axis, list(in_types), fill, out_type)
+
+
 # ---------------------------------------------------------------- public intrinsic
 
 
 @intrinsic
 def linear_join(typingctx, axis, arrays, dtype):
-    """Join the tuple ``arrays`` along ``axis`` into a new C-contiguous array of ``dtype``.
+    """Join the tuple ``arrays`` along ``axis`` into a new C-contiguous array of ``dtype``; ``arrays`` may also be
+    a 1-tuple holding an ``ArrayPack`` (``intrinsics.argpack``), whose arrays are joined, read from its table.
 
-    ``arrays`` may also be a 1-tuple holding an ``ArrayPack`` (``intrinsics.argpack``): its arrays are
-    joined, read from the pack's table.
-
-    Callable from ``@numba.njit`` code only.  ``axis`` is a run-time integer, negative counts from
-    the end.  ``arrays`` holds arrays of one ndim >= 1, of any layout and dtype; in a 1-d join an
-    entry may also be a scalar or a 0-d array, joined as a length-1 vector (so a ``MakeVector`` is a
-    1-d join of its entries).  ``dtype`` is a scalar class or dtype
+    Callable from ``@numba.njit`` code only. ``axis`` is a run-time integer, negative counts from the end.
+    ``arrays`` holds arrays of one ndim >= 1, of any layout and dtype; in a 1-d join an entry may also be a
+    scalar or a 0-d array, joined as a length-1 vector (so a ``MakeVector`` is a 1-d join of its entries), and
+    then only the vectors go through the tables (`_emit_vector_join`). ``dtype`` is a scalar class or dtype
     (``np.float64``, ``np.dtype("float64")``); elements are converted with numba's ``context.cast``.
 
-    Raises ``np.exceptions.AxisError`` (an IndexError, like numba's ``np.concatenate``) for an axis
-    out of range, and ``ValueError`` (as stock's Join) naming the input, dimension, sizes and axis
-    when a non-join size differs from input 0's, before the output is allocated.  Inputs of
-    different ndim, or non-array entries, are a TypingError.
+    Raises ``np.exceptions.AxisError`` (an IndexError, as numba's ``np.concatenate``) for an axis out of range,
+    and ``ValueError`` (as stock's Join) naming the input, dimension, sizes and axis when a non-join size differs
+    from input 0's, before the output is allocated; inputs of different ndim, or non-array entries, are a TypingError.
 
-    A 1-d join with scalars or 0-d arrays among its entries (a ``ScalarizedJoin``, a ``MakeVector``) puts
-    only its vectors in the tables: after the axis check, each entry's offset is a running sum in straight-line
-    code, each element one store there, and the vectors are copied as below; of scalars only, it is ``out =
-    np.empty(n, dtype); out[0] = s0; ...; out[n - 1] = sn`` (as stock's join of scalars), still linear IR.
-
-    The equivalent Python of what it emits for ``linear_join(axis, (x0, x1, x2), np.float64)`` with
-    ``axis`` = 1 (the last axis), x0 and x1 float64 matrices and x2 an int32 matrix.  ``data``,
-    ``shapes``, ``strides`` and ``offsets`` are stack tables, addresses and strides are in bytes,
-    ``load``/``store`` read and write one element::
+    What it emits for ``linear_join(axis, (x0, x1, x2), np.float64)``, ``axis`` = 1 (the last), x0 and x1 float64
+    and x2 int32 matrices, as Python (``data``, ``shapes``, ``strides`` and ``offsets`` are stack tables, addresses
+    and strides are in bytes, ``load``/``store`` read and write one element)::
 
         data, shapes, strides, offsets = alloca(3), alloca(3), alloca(3), alloca(3)  # entry block
         if axis < 0:
@@ -487,29 +507,7 @@ def linear_join(typingctx, axis, arrays, dtype):
     pack = arrays[0] if len(arrays) == 1 and isinstance(arrays[0], ArrayPackType) else None
     in_types = types.UniTuple(pack.array_type, pack.count) if pack else arrays
     out_type = types.Array(_output_dtype(dtype), _join_ndim(in_types), "C")
-
-    def fill_from_tuple(context, builder, tuple_value, table):
-        for k, (entry_type, value) in enumerate(zip(arrays, cgutils.unpack_tuple(builder, tuple_value, len(arrays)))):
-            _store_entry(context, builder, table, k, entry_type, value)
-
-    def fill_from_pack(context, builder, tuple_value, table):
-        items = cgutils.unpack_tuple(builder, tuple_value, 1)[0]
-        with cgutils.for_range(builder, _INTP(pack.count)) as loop:
-            value = builder.load(builder.gep(items, [loop.index]))
-            _store_entry(context, builder, table, loop.index, pack.array_type, value)
-
-    fill = fill_from_pack if pack else fill_from_tuple
-
-    def codegen(context, builder, sig, args):
-        join_axis = context.cast(builder, args[0], sig.args[0], types.intp)
-        if pack is None and any(_is_element(entry) for entry in arrays):
-            values = cgutils.unpack_tuple(builder, args[1], len(arrays))
-            return _emit_vector_join(context, builder, join_axis, list(arrays), values, out_type)
-        return _emit_join(
-            context, builder, join_axis, list(in_types), partial(fill, context, builder, args[1]), out_type
-        )
-
-    return out_type(axis, arrays, dtype), codegen
+    return out_type(axis, arrays, dtype), partial(_emit_linear_join, in_types=in_types, pack=pack, out_type=out_type)
 
 
 def filled_join(filled: int, before: int, after: int, dtype: np.dtype):

@@ -24,6 +24,7 @@ The loop's shape is, per dimension, the shape of the inputs not broadcastable th
 (else ``ValueError``, before anything is allocated), or 1 where every input is broadcastable.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -176,12 +177,6 @@ def _window(context, builder, vector_type, within, n) -> _Array:
     return _Array(vector.value, vector_type, builder.gep(vector.data, [_INTP(before)]), [n], vector.strides)
 
 
-def _new_output(context, builder, output: LoopOutput, array_type, shape):
-    if output.within is not None:
-        return _window(context, builder, array_type, output.within, shape[0])
-    return _Array.new(context, builder, array_type, shape)
-
-
 def _call_arguments(context, builder, values, value_types, parameters):
     """``values`` cast to the function's ``parameters``; a ``*args`` function's last parameter is the tuple of
     the values from there on (numba types such a function's signature so)."""
@@ -196,95 +191,212 @@ def _call_arguments(context, builder, values, value_types, parameters):
     return [*cast, context.make_tuple(builder, packed, rest)]
 
 
+@dataclass(frozen=True)
+class _Operand:
+    """One output of a typed loop: its `LoopOutput`, the numba type handed out, the input it is written into
+    (None: none, or a read-only one), the function's value type for it, and for a reduction its accumulator's
+    type and combine rule."""
+
+    output: LoopOutput
+    type: types.Type
+    into: int | None
+    result_type: types.Type
+    accumulator: types.Type | None = None
+    rule: Callable | None = None
+
+    def emitter(self) -> "_Emitter":
+        """A fresh emitter of this output, of its kind."""
+        output = self.output
+        if self.into is not None:
+            return _IntoInput(self)
+        if output.reduce is None:
+            return _WithinVector(self) if output.within is not None else _NewArray(self)
+        return _PartialReduction(self) if output.partial else _FullReduction(self)
+
+
+class _Emitter:
+    """The IR of one output: before the loop, in three steps each run for every output in turn (`allocate`,
+    `open_slot`, `fill`); at each element (`store`, of the function's value for it); after the loop (`value`,
+    what is handed out)."""
+
+    def __init__(self, operand: _Operand):
+        self.operand = operand
+        self.array = None
+
+    def allocate(self, context, builder, shape, arrays) -> None:
+        """Step 1: the array an array output is written to."""
+
+    def open_slot(self, context, builder) -> None:
+        """Step 2: a full reduction's accumulator."""
+
+    def fill(self, context, builder, shape) -> None:
+        """Step 3: a reduction over some axes' array, filled with the identity."""
+
+    def store(self, context, builder, indices, item) -> None:
+        dtype = self.operand.type.dtype
+        self.array.store(context, builder, indices, context.cast(builder, item, self.operand.result_type, dtype))
+
+    def value(self, context, builder, values):
+        return self.array.value
+
+
+class _NewArray(_Emitter):
+    """A new array of the loop's shape (C order)."""
+
+    def allocate(self, context, builder, shape, arrays) -> None:
+        self.array = _Array.new(context, builder, self.operand.type, shape)
+
+
+class _WithinVector(_Emitter):
+    """A new array written within a new, longer vector (a join's output), handed out whole."""
+
+    def allocate(self, context, builder, shape, arrays) -> None:
+        self.array = _window(context, builder, self.operand.type, self.operand.output.within, shape[0])
+
+
+class _IntoInput(_Emitter):
+    """An array written into the input it destroys, which is handed out once more."""
+
+    def allocate(self, context, builder, shape, arrays) -> None:
+        self.array = arrays[self.operand.into]
+
+    def value(self, context, builder, values):
+        value = values[self.operand.into]
+        context.nrt.incref(builder, self.operand.type, value)
+        return value
+
+
+class _FullReduction(_Emitter):
+    """A reduction over every axis, in an accumulator on the stack, handed out as a native scalar or a 0-d
+    array."""
+
+    def open_slot(self, context, builder) -> None:
+        identity = context.get_constant(self.operand.accumulator, self.operand.output.identity)
+        self.slot = cgutils.alloca_once_value(builder, identity, name="loop.acc")
+
+    def store(self, context, builder, indices, item) -> None:
+        operand = self.operand
+        value = context.cast(builder, item, operand.result_type, operand.accumulator)
+        builder.store(operand.rule(context, builder, builder.load(self.slot), value), self.slot)
+
+    def value(self, context, builder, values):
+        operand = self.operand
+        total = context.cast(builder, builder.load(self.slot), operand.accumulator, from_dtype(operand.output.dtype))
+        if operand.output.scalar:
+            return total
+        cell = _Array.new(context, builder, operand.type, [])
+        cell.store(context, builder, [], total)
+        return cell.value
+
+
+class _PartialReduction(_Emitter):
+    """A reduction over some axes, accumulated in an array of the others (C order)."""
+
+    def fill(self, context, builder, shape) -> None:
+        operand = self.operand
+        self.kept = [d for d in range(len(shape)) if d not in operand.output.axes]
+        self.array = _Array.new(context, builder, operand.type, [shape[d] for d in self.kept])
+        identity = context.get_constant(operand.accumulator, operand.output.identity)
+        with cgutils.loop_nest(builder, self.array.shapes, _INTP) as at:
+            self.array.store(context, builder, at, identity)
+
+    def store(self, context, builder, indices, item) -> None:
+        operand = self.operand
+        at = [indices[d] for d in self.kept]
+        value = context.cast(builder, item, operand.result_type, operand.accumulator)
+        total = operand.rule(context, builder, self.array.load(context, builder, at, None), value)
+        self.array.store(context, builder, at, total)
+
+
+@dataclass(frozen=True)
+class _TypedLoop:
+    """A loop typed for a function and its inputs: the function's signature, the inputs' element types, one
+    `_Operand` per output, and the tuple type the loop returns."""
+
+    spec: LoopSpec
+    function: types.Type
+    signature: object
+    inputs: types.BaseTuple
+    elements: tuple
+    operands: tuple[_Operand, ...]
+    return_type: types.Tuple
+
+    def emit(self, context, builder, inputs_value):
+        """Emit the loop on the tuple ``inputs_value``; return the tuple of its outputs."""
+        values = [builder.extract_value(inputs_value, k) for k in range(len(self.inputs))]
+        arrays = {
+            k: _Array.of(context, builder, t, v)
+            for k, (t, v) in enumerate(zip(self.inputs, values))
+            if isinstance(t, types.Array)
+        }
+        shape = _emit_shape(context, builder, arrays, self.spec)
+        emitters = [operand.emitter() for operand in self.operands]
+        for emitter in emitters:
+            emitter.allocate(context, builder, shape, arrays)
+        for emitter in emitters:
+            emitter.open_slot(context, builder)
+        for emitter in emitters:
+            emitter.fill(context, builder, shape)
+        impl = context.get_function(self.function, self.signature)
+        with cgutils.loop_nest(builder, shape, _INTP) as indices:
+            arguments = [
+                arrays[k].load(context, builder, indices, self.spec.broadcastable[k]) if k in arrays else v
+                for k, v in enumerate(values)
+            ]
+            result = impl(builder, _call_arguments(context, builder, arguments, self.elements, self.signature.args))
+            if isinstance(self.signature.return_type, types.BaseTuple):
+                items = [builder.extract_value(result, j) for j in range(len(emitters))]
+            else:
+                items = [result]
+            for emitter, item in zip(emitters, items, strict=True):
+                emitter.store(context, builder, indices, item)
+        returned = [emitter.value(context, builder, values) for emitter in emitters]
+        return context.make_tuple(builder, self.return_type, returned)
+
+
+def _placed(spec: LoopSpec, inputs) -> list[tuple[int | None, types.Type]]:
+    """Per output of ``spec``: the input it is written into (`_written_into`) and the numba type handed out."""
+    placed = []
+    for output in spec.outputs:
+        into = _written_into(output, spec.ndim, inputs)
+        placed.append((into, _output_type(output, spec.ndim, inputs, into)))
+    return placed
+
+
+def _operands(spec: LoopSpec, placed: list, result_types: list) -> tuple[_Operand, ...]:
+    """One `_Operand` per output of ``spec``, given where each is placed (`_placed`) and the function's value
+    types."""
+    operands = []
+    for output, (into, output_type), result_type in zip(spec.outputs, placed, result_types, strict=True):
+        if output.reduce is None:
+            operands.append(_Operand(output, output_type, into, result_type))
+        else:
+            accumulator = from_dtype(output.acc_dtype)
+            rule = combine_rule(output.reduce, accumulator)
+            operands.append(_Operand(output, output_type, into, result_type, accumulator, rule))
+    return tuple(operands)
+
+
 def _typed_loop(spec: LoopSpec, typingctx, function, inputs):
     """``spec``'s loop typed for ``function`` (the type of an ``@njit`` function or of an intrinsic) and the
     tuple type ``inputs``: the tuple type of its outputs and ``emit(context, builder, inputs value)``, which
     emits the loop and returns that tuple."""
-    ndim = spec.ndim
     if not isinstance(function, types.Dispatcher | types.Function):
         raise errors.TypingError(f"loop: function must be an @njit function or an intrinsic, got {function}")
     _check_inputs(spec, inputs)
-    into = [_written_into(output, ndim, inputs) for output in spec.outputs]
-    output_types = [_output_type(output, ndim, inputs, k) for output, k in zip(spec.outputs, into)]
-    elements = [t.dtype if isinstance(t, types.Array) else t for t in inputs]
-    function_sig = typingctx.resolve_function_type(function, tuple(elements), {})
+    placed = _placed(spec, inputs)
+    elements = tuple(t.dtype if isinstance(t, types.Array) else t for t in inputs)
+    function_sig = typingctx.resolve_function_type(function, elements, {})
     if function_sig is None:
-        raise errors.TypingError(f"loop: cannot call {function} on {tuple(elements)}")
+        raise errors.TypingError(f"loop: cannot call {function} on {elements}")
     results = function_sig.return_type
     result_types = list(results) if isinstance(results, types.BaseTuple) else [results]
     if len(result_types) != len(spec.outputs):
         raise errors.TypingError(f"loop: {function} returns {results}, not {len(spec.outputs)} values")
-    accumulators = [None if o.reduce is None else from_dtype(o.acc_dtype) for o in spec.outputs]
-    rules = [None if o.reduce is None else combine_rule(o.reduce, acc) for o, acc in zip(spec.outputs, accumulators)]
-    return_type = types.Tuple(output_types)
-
-    def emit(context, builder, inputs_value):
-        values = [builder.extract_value(inputs_value, k) for k in range(len(inputs))]
-        arrays = {
-            k: _Array.of(context, builder, t, v)
-            for k, (t, v) in enumerate(zip(inputs, values))
-            if isinstance(t, types.Array)
-        }
-        shape = _emit_shape(context, builder, arrays, spec)
-        outputs = [
-            None if o.reduce is not None else arrays[k] if k is not None else _new_output(context, builder, o, t, shape)
-            for o, k, t in zip(spec.outputs, into, output_types)
-        ]
-        slots = [
-            cgutils.alloca_once_value(builder, context.get_constant(acc, o.identity), name="loop.acc")
-            if o.reduce is not None and not o.partial
-            else None
-            for o, acc in zip(spec.outputs, accumulators)
-        ]
-        kept = [None if not o.partial else [d for d in range(ndim) if d not in o.axes] for o in spec.outputs]
-        for j, o in enumerate(spec.outputs):
-            if o.partial:
-                outputs[j] = _Array.new(context, builder, output_types[j], [shape[d] for d in kept[j]])
-                identity = context.get_constant(accumulators[j], o.identity)
-                with cgutils.loop_nest(builder, outputs[j].shapes, _INTP) as at:
-                    outputs[j].store(context, builder, at, identity)
-        impl = context.get_function(function, function_sig)
-        with cgutils.loop_nest(builder, shape, _INTP) as indices:
-            arguments = [
-                arrays[k].load(context, builder, indices, spec.broadcastable[k]) if k in arrays else v
-                for k, v in enumerate(values)
-            ]
-            result = impl(builder, _call_arguments(context, builder, arguments, elements, function_sig.args))
-            items = (
-                [builder.extract_value(result, j) for j in range(len(result_types))]
-                if isinstance(results, types.BaseTuple)
-                else [result]
-            )
-            for j, (item, item_type) in enumerate(zip(items, result_types)):
-                if kept[j] is not None:
-                    at = [indices[d] for d in kept[j]]
-                    value = context.cast(builder, item, item_type, accumulators[j])
-                    total = rules[j](context, builder, outputs[j].load(context, builder, at, None), value)
-                    outputs[j].store(context, builder, at, total)
-                elif outputs[j] is not None:
-                    dtype = output_types[j].dtype
-                    outputs[j].store(context, builder, indices, context.cast(builder, item, item_type, dtype))
-                else:
-                    value = context.cast(builder, item, item_type, accumulators[j])
-                    builder.store(rules[j](context, builder, builder.load(slots[j]), value), slots[j])
-        returned = []
-        for j, (o, t) in enumerate(zip(spec.outputs, output_types)):
-            if into[j] is not None:
-                # the input's array, handed out once more
-                context.nrt.incref(builder, t, values[into[j]])
-                returned.append(values[into[j]])
-            elif o.within is not None or o.reduce is None or o.partial:
-                returned.append(outputs[j].value)
-            else:
-                total = context.cast(builder, builder.load(slots[j]), accumulators[j], from_dtype(o.dtype))
-                if not o.scalar:
-                    cell = _Array.new(context, builder, t, [])
-                    cell.store(context, builder, [], total)
-                    total = cell.value
-                returned.append(total)
-        return context.make_tuple(builder, return_type, returned)
-
-    return return_type, emit
+    operands = _operands(spec, placed, result_types)
+    return_type = types.Tuple([operand.type for operand in operands])
+    typed = _TypedLoop(spec, function, function_sig, inputs, elements, operands, return_type)
+    return return_type, typed.emit
 
 
 def _check_spec(spec: LoopSpec) -> None:

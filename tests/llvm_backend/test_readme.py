@@ -1,12 +1,16 @@
-"""Every ```python block of README.md runs as written, each in a fresh Python process."""
+"""Every ```python block of README.md runs as written, each in a fresh Python process, and so does every
+`llvm-backend` command line but those that take minutes, which are parsed."""
 
 import ast
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from llvm_backend.tools.cli import _parser
 
 README = Path(__file__).parents[2] / "README.md"
 TEXT = README.read_text()
@@ -44,3 +48,29 @@ def test_readme_snippet_runs(source, tmp_path):
         pytest.importorskip(module)
     done = subprocess.run([sys.executable, "-c", source], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
+
+
+COMMANDS = [shlex.split(line.strip(), comments=True) for line in re.findall(r"^    (llvm-backend .*)$", TEXT, re.M)]
+SLOW = ("bench", "fuzz", "report")
+"""Subcommands that take minutes: CI parses their lines (the options must exist and take the values shown)
+and runs `bench --quick` and bounded fuzz runs in test_bench.py and test_fuzz.py."""
+
+
+def test_every_command_line_is_found():
+    assert len(COMMANDS) == len(re.findall(r"^    llvm-backend ", TEXT, re.M)) > 0
+    assert {argv[1] for argv in COMMANDS} >= {"ir", "lowerings", "cache", "bench", "fuzz"}
+
+
+@pytest.mark.parametrize("argv", [argv for argv in COMMANDS if argv[1] not in SLOW], ids=" ".join)
+def test_readme_command_runs(argv, tmp_path):
+    # the console script installed beside this interpreter, whether or not its folder is on PATH
+    command = [str(Path(sys.executable).parent / argv[0]), *argv[1:]]
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip()
+
+
+@pytest.mark.parametrize("argv", [argv for argv in COMMANDS if argv[1] in SLOW], ids=" ".join)
+def test_readme_slow_command_parses(argv):
+    args = _parser().parse_args(argv[1:])
+    assert args.command == argv[1]

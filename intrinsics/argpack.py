@@ -48,7 +48,6 @@ from numba.np import numpy_support
 from intrinsics.abi import (
     ARRAY_DESCR_OFFSET,
     ARRAY_ND_OFFSET,
-    ARRAYS_READ,
     PY_EQ,
     call_c_function,
     has_type,
@@ -56,7 +55,6 @@ from intrinsics.abi import (
 )
 
 __all__ = [
-    "PACKS_SUPPORTED",
     "ArrayPack",
     "ArrayPackType",
     "BoxedListType",
@@ -67,8 +65,6 @@ __all__ = [
     "table_item",
     "table_of",
 ]
-
-PACKS_SUPPORTED = ARRAYS_READ  # the name llvm_backend.codegen and llvm_backend.dispatch import
 
 
 class ArrayPackType(types.Type):

@@ -40,7 +40,8 @@ from pytensor.link.utils import unique_name_generator
 from pytensor.tensor.basic import ScalarFromTensor
 from pytensor.tensor.type import TensorType
 
-from intrinsics.argpack import PACKS_SUPPORTED, ArrayPack, ArrayPackType
+from intrinsics.abi import ARRAYS_READ
+from intrinsics.argpack import ArrayPack, ArrayPackType
 from intrinsics.graph import GraphPlan, PlanCall, PlanItem, graph_intrinsic
 from intrinsics.scalarpack import ScalarPack, ScalarPackType
 from intrinsics.tuples import flatten_tuple
@@ -143,7 +144,7 @@ def pack_groups(kinds: list) -> dict[tuple[str, int], list[int]]:
     """(dtype, ndim) -> positions in ``kinds`` (a ``(dtype, ndim)`` per array, ``None`` per other value)
     that a graph takes as packs (or returns in lists): none if ``kinds`` has ``MAX_ITEMS`` items or fewer,
     else each group of two or more arrays."""
-    if len(kinds) <= MAX_ITEMS or not PACKS_SUPPORTED:
+    if len(kinds) <= MAX_ITEMS or not ARRAYS_READ:
         return {}
     groups = {}
     for i, kind in enumerate(kinds):

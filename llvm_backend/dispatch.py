@@ -33,7 +33,7 @@ from pytensor.link.numba.dispatch.basic import (
 )
 from pytensor.tensor.type import TensorType
 
-from intrinsics.argpack import PACKS_SUPPORTED
+from intrinsics.abi import ARRAYS_READ
 
 __all__ = [
     "GRAPH_PASSES",
@@ -68,7 +68,7 @@ _NO_HINTS = MappingProxyType({})
 def one_pack(variables) -> bool:
     """Whether ``variables`` are tensors of one dtype and ndim, which a function can take as one pack."""
     return (
-        PACKS_SUPPORTED
+        ARRAYS_READ
         and all(isinstance(v.type, TensorType) for v in variables)
         and len({(v.type.dtype, v.type.ndim) for v in variables}) == 1
     )

@@ -15,7 +15,7 @@ from numba.core.datamodel import default_manager
 from numba.core.lowering import Environment
 from numba.core.registry import cpu_target
 
-from intrinsics import abi, argpack
+from intrinsics import abi
 
 EXCINFO = "{i8*, i32, i8*, i8*, i32}*"
 """The LLVM type of numba's exception info pointer, as IR text."""
@@ -52,7 +52,6 @@ class PyArrayObjectFields(ctypes.Structure):
 def test_the_probes_hold_on_this_interpreter():
     assert abi.ARRAYS_READ
     assert abi.LISTS_READ
-    assert argpack.PACKS_SUPPORTED is abi.ARRAYS_READ
 
 
 def test_object_and_list_offsets_are_the_c_structs():

@@ -21,13 +21,13 @@ import numba
 import numpy as np
 from numba import typeof
 
-from intrinsics.argpack import ArrayPack, ArrayPackType, pack_item
-from intrinsics.join import linear_join
-from intrinsics.loops import LoopOutput, LoopSpec, loop_intrinsic
-from intrinsics.reduction import full_reduce
-from intrinsics.scalarpack import ScalarPack, ScalarPackType, scalar_item
-from intrinsics.select import select
 from llvm_backend.tools.measure import function_instruction_count, nrt_allocations_per_call, seconds_per_call
+from llvm_backend_intrinsics.argpack import ArrayPack, ArrayPackType, pack_item
+from llvm_backend_intrinsics.join import linear_join
+from llvm_backend_intrinsics.loops import LoopOutput, LoopSpec, loop_intrinsic
+from llvm_backend_intrinsics.reduction import full_reduce
+from llvm_backend_intrinsics.scalarpack import ScalarPack, ScalarPackType, scalar_item
+from llvm_backend_intrinsics.select import select
 
 __all__ = [
     "MICRO_CASES",

@@ -107,7 +107,8 @@ def _lists_read() -> bool:
 
 ARRAYS_READ = _arrays_read()
 """Whether this interpreter's ndarray layout is the one the array offsets describe; if not, no array is packed
-(`intrinsics.argpack`) and scalar packs read every value through the C API (`intrinsics.scalarpack`)."""
+(`llvm_backend_intrinsics.argpack`) and scalar packs read every value through the C API
+(`llvm_backend_intrinsics.scalarpack`)."""
 
 LISTS_READ = _lists_read()
 """Whether this interpreter's list layout is the one the list offsets describe; if not, scalar packs read their

@@ -18,7 +18,8 @@ numba's), where numba boxes a tuple of arrays with code per item.
 Items are checked in the loop before they are unboxed: each must be an ndarray of the pack's ndim whose
 dtype equals the pack's (a TypeError names the first that is not), so a wrong item raises instead of being
 read with the wrong element type or shape. ndim and dtype are read from numpy's public array struct
-(``PyArrayObject_fields``), whose offsets are checked against a live array at import (`intrinsics.abi.ARRAYS_READ`;
+(``PyArrayObject_fields``), whose offsets are checked against a live array at import
+(`llvm_backend_intrinsics.abi.ARRAYS_READ`;
 no array is packed where they do not hold).
 Items are typed with layout ``A`` (any strides), as one pack holds C, Fortran and strided arrays alike;
 0-d items are ``C``, which every 0-d array is.
@@ -45,7 +46,7 @@ from numba.core.datamodel import models
 from numba.extending import NativeValue, box, intrinsic, register_model, unbox
 from numba.np import numpy_support
 
-from intrinsics.abi import (
+from llvm_backend_intrinsics.abi import (
     ARRAY_DESCR_OFFSET,
     ARRAY_ND_OFFSET,
     PY_EQ,

@@ -3,7 +3,8 @@
 numba increfs each array in the tuple it passes an intrinsic (and a ``*args`` function's arguments, packed into
 one) and decrefs it after. Its reference-count pruning, run on each function before the module is linked,
 removes such a pair when every path from the incref reaches the decref or a raise, with no other decref
-between: true of one call whose failure is marked a raise (`intrinsics.abi.raise_status`), not of code emitted
+between: true of one call whose failure is marked a raise (`llvm_backend_intrinsics.abi.raise_status`), not of code
+emitted
 inline that releases arrays of its own or can fail unmarked (an allocation's MemoryError) before the decref.
 Inline, a graph of 30 inputs kept 30 increfs and 30 decrefs (about 0.25 µs per call), a loop over 101 inputs 98 of each.
 LLVM inlines the function after the pruning where it is small enough: internal, and called once.
@@ -15,7 +16,7 @@ from llvmlite import ir
 from numba.core import cgutils, errors, types
 from numba.extending import intrinsic
 
-from intrinsics.abi import call_numba, excinfo_slot, function_type, raise_status, return_slot
+from llvm_backend_intrinsics.abi import call_numba, excinfo_slot, function_type, raise_status, return_slot
 
 __all__ = ["address_call", "call_as_function", "chosen_address_call"]
 

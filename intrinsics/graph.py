@@ -27,7 +27,7 @@ loop, whose IR does not grow with the run's length::
     return (python_list(listed),)  # boxed in one loop, each Python array taking its reference
 
 The calls are emitted in a function of their own, internal to the module, which the intrinsic calls once
-(`intrinsics.functions.call_as_function`): numba's pruning can then remove the caller's reference counts on
+(`llvm_backend_intrinsics.functions.call_as_function`): numba's pruning can then remove the caller's reference counts on
 the arguments.
 
 A function whose result goes to Python gets the Python list itself: numba boxes a tuple of arrays with code
@@ -44,8 +44,8 @@ from numba.core.imputils import fix_returning_optional
 from numba.cpython.listobj import ListInstance
 from numba.extending import intrinsic
 
-from intrinsics.abi import ARRAY_MEMINFO_FIELD, call_numba, excinfo_slot, return_slot, return_slot_type
-from intrinsics.argpack import (
+from llvm_backend_intrinsics.abi import ARRAY_MEMINFO_FIELD, call_numba, excinfo_slot, return_slot, return_slot_type
+from llvm_backend_intrinsics.argpack import (
     ArrayPackType,
     BoxedListType,
     array_list_type,
@@ -53,8 +53,8 @@ from intrinsics.argpack import (
     table_item,
     table_of,
 )
-from intrinsics.functions import call_as_function
-from intrinsics.scalarpack import ScalarPackType
+from llvm_backend_intrinsics.functions import call_as_function
+from llvm_backend_intrinsics.scalarpack import ScalarPackType
 
 __all__ = ["GraphPlan", "PlanCall", "PlanItem", "graph_intrinsic"]
 

@@ -22,7 +22,7 @@ from numba.extending import box, intrinsic, models, register_model
 from numba.np import numpy_support
 from numba.np.arrayobj import _empty_nd_impl
 
-from intrinsics.argpack import ArrayPackType
+from llvm_backend_intrinsics.argpack import ArrayPackType
 
 _INTP = cgutils.intp_t
 
@@ -450,7 +450,8 @@ def _emit_linear_join(context, builder, sig, args, in_types, pack, out_type):
 @intrinsic
 def linear_join(typingctx, axis, arrays, dtype):
     """Join the tuple ``arrays`` along ``axis`` into a new C-contiguous array of ``dtype``; ``arrays`` may also be
-    a 1-tuple holding an ``ArrayPack`` (``intrinsics.argpack``), whose arrays are joined, read from its table.
+    a 1-tuple holding an ``ArrayPack`` (``llvm_backend_intrinsics.argpack``), whose arrays are joined, read from its
+    table.
 
     Callable from ``@numba.njit`` code only. ``axis`` is a run-time integer, negative counts from the end.
     ``arrays`` holds arrays of one ndim >= 1, of any layout and dtype; in a 1-d join an entry may also be a
@@ -512,7 +513,8 @@ def linear_join(typingctx, axis, arrays, dtype):
 
 def filled_join(filled: int, before: int, after: int, dtype: np.dtype):
     """The intrinsic ``join(*entries)``: a 1-d join whose entry ``filled`` is its output, made by the entry's
-    producer (`intrinsics.loops.LoopOutput.within`): a C-contiguous vector of ``dtype`` holding the entry at
+    producer (`llvm_backend_intrinsics.loops.LoopOutput.within`): a C-contiguous vector of ``dtype`` holding the entry
+    at
     elements ``[before, len - after)``. It writes the other entries (scalars, 0-d arrays, vectors) around it
     and returns it, so the entry is neither allocated on its own nor copied. A graph function calling it
     emits it in its own module.

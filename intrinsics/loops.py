@@ -33,8 +33,8 @@ from numba.extending import intrinsic
 from numba.np.arrayobj import _empty_nd_impl
 from numba.np.numpy_support import from_dtype
 
-from intrinsics.functions import call_as_function
-from intrinsics.reduction import combine_rule
+from llvm_backend_intrinsics.functions import call_as_function
+from llvm_backend_intrinsics.reduction import combine_rule
 
 __all__ = ["LoopOutput", "LoopSpec", "loop_intrinsic", "node_loop_intrinsic"]
 
@@ -44,7 +44,7 @@ _INTP = cgutils.intp_t
 @dataclass(frozen=True)
 class LoopOutput:
     """One output of a loop: an array of the loop's shape (``reduce`` None), or the full reduction ``reduce``
-    (an op of `intrinsics.reduction.OPS`) of the function's values, accumulated in ``acc_dtype`` from
+    (an op of `llvm_backend_intrinsics.reduction.OPS`) of the function's values, accumulated in ``acc_dtype`` from
     ``identity``."""
 
     dtype: np.dtype
@@ -63,7 +63,7 @@ class LoopOutput:
     within: tuple[int, int] | None = None
     """``(before, after)``: an array output of a 1-d loop of ``n`` elements written at offset ``before`` of a
     new vector of ``before + n + after`` elements, which the loop returns whole: the output of a join of the
-    output with entries of those static lengths, which `intrinsics.join.filled_join` writes around it."""
+    output with entries of those static lengths, which `llvm_backend_intrinsics.join.filled_join` writes around it."""
 
     @property
     def partial(self) -> bool:

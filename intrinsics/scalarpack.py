@@ -6,10 +6,10 @@ A function called from Python on k scalars costs, per scalar, the caller's read 
 `ScalarPack` is one argument holding the storage cells themselves (anything ``cell[0]`` reads, such as
 PyTensor's one-item lists): its unboxing is one loop reading each cell's value into a table of the pack's
 dtype in the wrapper's frame, and the compiled function receives a pointer to that table and reads value
-``i`` with `intrinsics.argpack.table_item`. The caller passes the same pack object at every call.
+``i`` with `llvm_backend_intrinsics.argpack.table_item`. The caller passes the same pack object at every call.
 
 A value that is a 0-d ndarray of exactly the pack's dtype is read from its data (when
-`intrinsics.abi.ARRAYS_READ` says numpy's array struct is the one read). Any other value goes
+`llvm_backend_intrinsics.abi.ARRAYS_READ` says numpy's array struct is the one read). Any other value goes
 through ``PyNumber_Float`` or ``PyNumber_Long``: what ``float(value)`` or ``int(value)`` makes of it, raising
 what they raise (a TypeError for None, a ValueError for ``"x"``, an OverflowError for an int64 pack's ``2**63``).
 
@@ -38,7 +38,7 @@ from numba.core.datamodel import models
 from numba.extending import NativeValue, intrinsic, register_model, typeof_impl, unbox
 from numba.np import numpy_support
 
-from intrinsics.abi import (
+from llvm_backend_intrinsics.abi import (
     ARRAY_DATA_OFFSET,
     ARRAY_DESCR_OFFSET,
     ARRAY_ND_OFFSET,
@@ -50,7 +50,7 @@ from intrinsics.abi import (
     has_type,
     load_field,
 )
-from intrinsics.argpack import table_item
+from llvm_backend_intrinsics.argpack import table_item
 
 __all__ = ["SCALAR_DTYPES", "ScalarPack", "ScalarPackType", "scalar_item", "scalar_pack_of"]
 

@@ -4,12 +4,12 @@ PyTensor's ``fgraph_to_python`` writes ``out = node_fn(a0, ..., aN)`` per node a
 which numba lowers through one variable per value (quadratic in places: a tuple display of over 30 items
 becomes a chain of tuple additions; numba's ``Lower`` scans a block's assignments once per variable). Here
 the function has one statement: it passes its parameters and the graph's constants, as one tuple, to an
-intrinsic that emits every node's call from a `GraphPlan` (`intrinsics.graph`): no numba variable per
+intrinsic that emits every node's call from a `GraphPlan` (`llvm_backend_intrinsics.graph`): no numba variable per
 value, each node function typed once per distinct argument types, each value released after its last use.
 
 0-d float64 and int64 inputs are taken as native scalars; from ``SCALAR_PACK_MIN`` of a dtype on, as one
 `ScalarPack` parameter, which the thunk passes with the inputs' storage cells in it, read as native scalars
-when it is unboxed (`intrinsics.scalarpack`). Graphs of
+when it is unboxed (`llvm_backend_intrinsics.scalarpack`). Graphs of
 over 30 inputs take their arrays of one dtype and ndim as one `ArrayPack` parameter, and return
 over 30 outputs as one list per dtype and ndim; wide Join, ScalarizedJoin and MakeVector nodes take their
 arrays as one pack. Constants numba would have to embed as dynamic globals (non-contiguous, or over 1 MB),
@@ -40,12 +40,12 @@ from pytensor.link.utils import unique_name_generator
 from pytensor.tensor.basic import ScalarFromTensor
 from pytensor.tensor.type import TensorType
 
-from intrinsics.abi import ARRAYS_READ
-from intrinsics.argpack import ArrayPack, ArrayPackType
-from intrinsics.graph import GraphPlan, PlanCall, PlanItem, graph_intrinsic
-from intrinsics.scalarpack import ScalarPack, ScalarPackType
-from intrinsics.tuples import flatten_tuple
 from llvm_backend.dispatch import MAX_ITEMS, LoweringContext, LoweringPlan, lower, plan_graph, source_hash
+from llvm_backend_intrinsics.abi import ARRAYS_READ
+from llvm_backend_intrinsics.argpack import ArrayPack, ArrayPackType
+from llvm_backend_intrinsics.graph import GraphPlan, PlanCall, PlanItem, graph_intrinsic
+from llvm_backend_intrinsics.scalarpack import ScalarPack, ScalarPackType
+from llvm_backend_intrinsics.tuples import flatten_tuple
 
 __all__ = [
     "GRAPH_MODULES",
@@ -75,11 +75,11 @@ unboxing's attribute read): measured equal from 4 to 6 scalars, the pack 0.2 µs
 
 GRAPH_MODULES = (
     __name__,
-    "intrinsics.argpack",
-    "intrinsics.functions",
-    "intrinsics.graph",
-    "intrinsics.scalarpack",
-    "intrinsics.tuples",
+    "llvm_backend_intrinsics.argpack",
+    "llvm_backend_intrinsics.functions",
+    "llvm_backend_intrinsics.graph",
+    "llvm_backend_intrinsics.scalarpack",
+    "llvm_backend_intrinsics.tuples",
 )
 """The modules writing a graph function around its nodes' functions: the hash of their source salts every graph's
 cache key (`graph_cache_key`), as each lowering's version salts the keys of its nodes."""
@@ -237,7 +237,7 @@ class GraphSource:
     def entry_source(self, n_inputs: int, function: str, name: str = "llvm_graph_entry") -> str:
         """A function of the graph's ``n_inputs`` inputs returning its outputs in order, as stock's graph
         function does, by calling ``function`` on one tuple of this graph function's arguments
-        (`intrinsics.functions.address_call`'s intrinsic): it packs what is packed, passes the constant
+        (`llvm_backend_intrinsics.functions.address_call`'s intrinsic): it packs what is packed, passes the constant
         parameters by name (globals of the entry) and reads the listed outputs back in place.
 
         A graph with output lists is run by ``llvm_graph_lists`` (``graph_intrinsic(plan, lists=True)``) in

@@ -33,7 +33,7 @@ from pytensor.link.numba.dispatch.basic import (
 )
 from pytensor.tensor.type import TensorType
 
-from intrinsics.abi import ARRAYS_READ
+from llvm_backend_intrinsics.abi import ARRAYS_READ
 
 __all__ = [
     "GRAPH_PASSES",

@@ -13,11 +13,6 @@ from pytensor.link.numba.linker import NumbaLinker
 from pytensor.link.utils import raise_with_op
 from pytensor.tensor.type import TensorType
 
-from intrinsics.argpack import ArrayPack, pack_of
-from intrinsics.functions import address_call, chosen_address_call
-from intrinsics.graph import graph_intrinsic
-from intrinsics.scalarpack import ScalarPack, scalar_pack_of
-from intrinsics.tuples import flatten_tuple
 from llvm_backend.codegen import (
     NATIVE_SCALARS,
     GraphSource,
@@ -27,6 +22,11 @@ from llvm_backend.codegen import (
     tuple_source,
 )
 from llvm_backend.lowerings.composite import lowering_composites
+from llvm_backend_intrinsics.argpack import ArrayPack, pack_of
+from llvm_backend_intrinsics.functions import address_call, chosen_address_call
+from llvm_backend_intrinsics.graph import graph_intrinsic
+from llvm_backend_intrinsics.scalarpack import ScalarPack, scalar_pack_of
+from llvm_backend_intrinsics.tuples import flatten_tuple
 
 __all__ = ["REWRITE_TAG", "ConvertedGraph", "LLVMLinker", "ListedOutputs", "PackCell", "graph_caller"]
 

@@ -3,14 +3,15 @@
 Stock numba funcifies a Composite's inner graph into a function that calls one jitted function per inner node,
 so numba types a call into a separate dispatcher at every node: a model's fused gradient with 800 inner
 multiplications types 800 calls. Under the LLVM mode the inner graph becomes a `GraphPlan` run by
-`intrinsics.graph.graph_intrinsic`, which resolves each distinct (function, argument types) pair once and emits
+`llvm_backend_intrinsics.graph.graph_intrinsic`, which resolves each distinct (function, argument types) pair once and
+emits
 the calls as SSA values: numba's type inference never sees a body of a thousand statements (which, written
 as Python, was most of the compile of a PyMC model's two large Composites). In place of stock's calls the plan
 calls what those functions compute:
 
 - `Add` and `Mul`: ``operator.add`` or ``operator.mul`` over the operands from the left (stock's n-ary
   functions, ``i0 + i1 + i2``);
-- `Switch`: ``select(condition, x, y)`` (`intrinsics.select`, one LLVM ``select`` at the type numba unifies
+- `Switch`: ``select(condition, x, y)`` (`llvm_backend_intrinsics.select`, one LLVM ``select`` at the type numba unifies
   ``x`` and ``y`` to, as stock's ``switch`` returns them); a PyMC model's bounds checks are one Switch each,
   and stock types and compiles a separate ``switch`` function for every one;
 - a scalar op stock lowers generically (`numba_funcify_ScalarOp`) whose ``nfunc_spec`` names a numpy
@@ -51,9 +52,9 @@ from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.basic import numba_funcify_and_cache_key
 from pytensor.scalar.basic import Add, Composite, Mul, ScalarOp, Switch
 
-from intrinsics.graph import GraphPlan, PlanCall, graph_intrinsic
-from intrinsics.select import select
 from llvm_backend.dispatch import register_lowering
+from llvm_backend_intrinsics.graph import GraphPlan, PlanCall, graph_intrinsic
+from llvm_backend_intrinsics.select import select
 
 __all__ = [
     "COMPOSITE_VERSION",

@@ -1,4 +1,5 @@
-"""Join, ScalarizedJoin and wide MakeVector -> ``intrinsics.join.linear_join``: one allocation, one copy loop
+"""Join, ScalarizedJoin and wide MakeVector -> ``llvm_backend_intrinsics.join.linear_join``: one allocation, one copy
+loop
 nest per input dtype, linear IR in the input count. ``linear_join`` takes the scalar entries of PyTensor's
 ``ScalarizedJoin`` and the 0-d entries of a ``MakeVector`` (a 1-d join of length-1 entries) directly.
 
@@ -10,7 +11,7 @@ the entries. For ``Join(1)(x0, x1, x2)`` with a float64 output the node function
 
 When a 1-d join's entry is a new vector of one of our loops that only the join reads, the loop allocates the
 join's output and writes the entry within it, and the join writes the others around it (`fill_joins`, a graph
-pass annotating the plan, and ``intrinsics.join.filled_join``).
+pass annotating the plan, and ``llvm_backend_intrinsics.join.filled_join``).
 
 numba refuses an argument tuple of more than 1,000 values of one type, so a node of more entries is lowered
 here only when they are tensors of one dtype and ndim, which the node function takes as one pack; stock's
@@ -23,8 +24,6 @@ from pytensor.scalar import ScalarType
 from pytensor.tensor.basic import Join, MakeVector
 from pytensor.tensor.rewriting.scalarize import ScalarizedJoin
 
-from intrinsics.join import filled_join, linear_join
-from intrinsics.loops import LoopSpec
 from llvm_backend.dispatch import (
     MAX_ITEMS,
     LoweringContext,
@@ -35,6 +34,8 @@ from llvm_backend.dispatch import (
     register_graph_pass,
     register_lowering,
 )
+from llvm_backend_intrinsics.join import filled_join, linear_join
+from llvm_backend_intrinsics.loops import LoopSpec
 
 __all__ = [
     "NUMBA_MAX_TUPLE",
@@ -125,7 +126,7 @@ def fill_joins(fgraph, plan: LoweringPlan) -> dict:
     """Node -> the hints its lowering takes so that a 1-d join's output is allocated by the loop making one of
     its entries, which writes that entry in place (``within = (i, before, after)`` for `lower_loop`), and
     the join writes the others around it (``filled = (k, before, after)`` for `lower_join`,
-    `intrinsics.join.filled_join`): one allocation and one copy fewer, such as the gradient of a vector
+    `llvm_backend_intrinsics.join.filled_join`): one allocation and one copy fewer, such as the gradient of a vector
     parameter in ``logp_dlogp_function``'s joined gradient.
 
     Per join of our lowering (one not taking its entries as one pack), the first entry `_window` allows;

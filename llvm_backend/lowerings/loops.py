@@ -1,4 +1,5 @@
-"""Elemwise, ScalarizedElemwise and FusedElemwise -> ``intrinsics.loops.node_loop_intrinsic``: one loop nest of ours,
+"""Elemwise, ScalarizedElemwise and FusedElemwise -> ``llvm_backend_intrinsics.loops.node_loop_intrinsic``: one loop
+nest of ours,
 the scalar function typed once, full reductions in stack accumulators.
 
 Stock lowers each through numba's generated-source vectorize machinery (``_vectorized``, and for a
@@ -28,10 +29,10 @@ from pytensor.tensor.elemwise import Elemwise
 from pytensor.tensor.rewriting.fused_elemwise import FusedElemwise
 from pytensor.tensor.rewriting.scalarize import ScalarizedElemwise
 
-from intrinsics.loops import LoopOutput, LoopSpec, node_loop_intrinsic
 from llvm_backend.dispatch import LoweringContext, lowering_cache_key, register_lowering
 from llvm_backend.lowerings.composite import composite_intrinsic
 from llvm_backend.lowerings.reduction import REDUCTION_OPS, reduces_kinds, reduction_identity
+from llvm_backend_intrinsics.loops import LoopOutput, LoopSpec, node_loop_intrinsic
 
 __all__ = ["loop_spec", "lower_loop", "lowers_loop"]
 

@@ -1,4 +1,4 @@
-"""PyTensor's ``ScalarCAReduce`` (a full reduction handing out a native scalar) -> ``intrinsics.reduction.
+"""PyTensor's ``ScalarCAReduce`` (a full reduction handing out a native scalar) -> ``llvm_backend_intrinsics.reduction.
 full_reduce``: the accumulator in a stack slot that LLVM keeps in registers, float sums and products split
 across vector lanes. Reductions ``full_reduce`` has no op for (and a complex accumulator summed into a real
 output, which numba cannot cast) keep stock's function.
@@ -15,8 +15,8 @@ from pytensor.link.numba.dispatch.basic import numba_njit
 from pytensor.tensor.elemwise import CAReduce
 from pytensor.tensor.rewriting.scalarize import ScalarCAReduce
 
-from intrinsics.reduction import full_reduce
 from llvm_backend.dispatch import LoweringContext, lowering_cache_key, register_lowering
+from llvm_backend_intrinsics.reduction import full_reduce
 
 __all__ = ["REDUCTION_OPS", "lower_scalar_careduce", "reduces_kinds", "reduction_identity", "uses_full_reduce"]
 

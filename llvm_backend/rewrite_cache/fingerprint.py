@@ -6,6 +6,7 @@ keys graphs (`keys`) and rewriters with them.
 
 import hashlib
 import importlib.metadata
+import importlib.util
 import sys
 import types
 from pathlib import Path
@@ -25,7 +26,7 @@ __all__ = [
     "versions",
 ]
 
-OWN_PACKAGES = ("llvm_backend", "intrinsics")
+OWN_PACKAGES = ("llvm_backend", "llvm_backend_intrinsics")
 """This project's top-level packages: their identity is the hash of their source."""
 
 FLAG_PREFIXES = (
@@ -60,9 +61,13 @@ _distributions: dict[str, list[str]] | None = None
 
 
 def _own_source_hash() -> str:
-    root = Path(__file__).resolve().parents[2]
-    files = sorted(p for package in OWN_PACKAGES for p in (root / package).rglob("*.py"))
-    return digest(*(p.relative_to(root).as_posix().encode() + b"\0" + p.read_bytes() for p in files))
+    """The hash of every module of `OWN_PACKAGES`, each named by its package and path within it (the folder of
+    an installed package need not bear its name: ``llvm_backend_intrinsics`` is ``intrinsics/``)."""
+    named = []
+    for package in OWN_PACKAGES:
+        folder = Path(importlib.util.find_spec(package).origin).parent
+        named += [(f"{package}/{p.relative_to(folder).as_posix()}", p) for p in folder.rglob("*.py")]
+    return digest(*(name.encode() + b"\0" + p.read_bytes() for name, p in sorted(named)))
 
 
 def package_identity(module: str) -> str:

@@ -189,7 +189,7 @@ def _lowerings(args) -> int:
     print(
         "Scalar Composites (in any Elemwise, FusedElemwise or ScalarizedElemwise): one function each, a plan of"
         " calls typed once per signature (llvm_backend.lowerings.composite): Add and Mul as + and *, Switch as"
-        " intrinsics.select.select, numpy-ufunc scalar ops as their ufunc; other inner ops call stock's."
+        " llvm_backend_intrinsics.select.select, numpy-ufunc scalar ops as their ufunc; other inner ops call stock's."
     )
     print("Every other op: PyTensor's stock numba function, with its own cache entry.")
     return 0

@@ -32,8 +32,8 @@ from pytensor import config
 from pytensor.link.numba.dispatch.basic import get_numba_type
 from pytensor.link.numba.linker import NumbaLinker
 
-from intrinsics.argpack import ArrayPack
 from llvm_backend.linker import ConvertedGraph
+from llvm_backend_intrinsics.argpack import ArrayPack
 
 __all__ = [
     "Allocations",
@@ -178,7 +178,8 @@ _LOCAL_LINKAGES = (llvm.Linkage.internal, llvm.Linkage.private)
 def function_and_locals(module, name: str) -> list:
     """Function ``name`` of the parsed ``module`` and the module-local (internal or private) functions it
     calls, directly or through each other, the named one first: its code, whatever LLVM chose not to inline
-    (the graph intrinsic emits a graph's calls in a local function, `intrinsics.functions.call_as_function`)."""
+    (the graph intrinsic emits a graph's calls in a local function,
+    `llvm_backend_intrinsics.functions.call_as_function`)."""
     found = [module.get_function(name)]
     names = {name}
     for function in found:

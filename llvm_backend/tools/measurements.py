@@ -17,7 +17,6 @@ from numba import typeof
 from pytensor import config
 from pytensor.link.numba.linker import NumbaLinker
 
-from intrinsics.argpack import ArrayPack
 from llvm_backend.tools.coldcompile import cold_compile_seconds
 from llvm_backend.tools.graphs import GRAPHS, Graph
 from llvm_backend.tools.measure import (
@@ -31,6 +30,7 @@ from llvm_backend.tools.measure import (
     seconds_per_call,
     thunk_function,
 )
+from llvm_backend_intrinsics.argpack import ArrayPack
 
 __all__ = [
     "DEFAULT_MODES",

@@ -1,4 +1,5 @@
-"""`intrinsics.abi`: its probes hold here, each offset is where ctypes' layout of the C struct and the types'
+"""`llvm_backend_intrinsics.abi`: its probes hold here, each offset is where ctypes' layout of the C struct and the
+types'
 ``__basicsize__`` put the field, and numba's calling convention is the one the helpers emit."""
 
 import ctypes
@@ -15,7 +16,7 @@ from numba.core.datamodel import default_manager
 from numba.core.lowering import Environment
 from numba.core.registry import cpu_target
 
-from intrinsics import abi
+from llvm_backend_intrinsics import abi
 
 EXCINFO = "{i8*, i32, i8*, i8*, i32}*"
 """The LLVM type of numba's exception info pointer, as IR text."""

@@ -1,11 +1,11 @@
-"""`intrinsics.functions.address_call`: a compiled function called through its address, not linked."""
+"""`llvm_backend_intrinsics.functions.address_call`: a compiled function called through its address, not linked."""
 
 import numba
 import numpy as np
 import pytest
 from numba.core import errors
 
-from intrinsics.functions import address_call
+from llvm_backend_intrinsics.functions import address_call
 
 
 @numba.njit

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from intrinsics.argpack import ArrayPack, ArrayPackType, pack_item
+from llvm_backend_intrinsics.argpack import ArrayPack, ArrayPackType, pack_item
 
 DTYPES = ["bool", "int8", "int32", "int64", "uint16", "float32", "float64", "complex128"]
 

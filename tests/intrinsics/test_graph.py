@@ -8,10 +8,10 @@ import pytest
 from numba.core import errors
 from numba.core.runtime import _nrt_python, rtsys
 
-from intrinsics.argpack import ArrayPack, ArrayPackType, pack_item
-from intrinsics.graph import GraphPlan, PlanCall, PlanItem, graph_intrinsic
-from intrinsics.join import linear_join
 from llvm_backend.tools.measure import nrt_allocations_per_call
+from llvm_backend_intrinsics.argpack import ArrayPack, ArrayPackType, pack_item
+from llvm_backend_intrinsics.graph import GraphPlan, PlanCall, PlanItem, graph_intrinsic
+from llvm_backend_intrinsics.join import linear_join
 
 
 @numba.njit
@@ -390,7 +390,7 @@ def test_a_run_of_like_calls_is_one_loop_with_its_invariant_released_after_it(ba
 
 
 def test_runs_are_found_from_min_run_calls_and_broken_by_any_difference():
-    from intrinsics.graph import MIN_RUN, _runs
+    from llvm_backend_intrinsics.graph import MIN_RUN, _runs
 
     def runs(plan, typed=None):
         found = _runs(plan, typed or [("typed",)] * len(plan.calls))

@@ -13,9 +13,9 @@ from numba.core.lowering import Environment
 from numba.core.registry import cpu_target
 from numba.core.targetconfig import ConfigStack
 
-from intrinsics.argpack import ArrayPackType
-from intrinsics.graph import GraphPlan, PlanCall, PlanItem, graph_intrinsic
 from llvm_backend.tools.inspect_ir import readable_symbol
+from llvm_backend_intrinsics.argpack import ArrayPackType
+from llvm_backend_intrinsics.graph import GraphPlan, PlanCall, PlanItem, graph_intrinsic
 
 VECTOR = types.Array(types.float64, 1, "C")
 
@@ -98,10 +98,11 @@ def twice(x):
 
 
 def emit_graph(plan, argument_types):
-    """The function in which the intrinsic of ``plan`` emits the graph (`intrinsics.functions.call_as_function`), called
+    """The function in which the intrinsic of ``plan`` emits the graph
+    (`llvm_backend_intrinsics.functions.call_as_function`), called
     on a tuple of ``argument_types`` from a numba-convention function in a fresh module; its parameters are
     named ``arg0``, ``arg1``, ... (the tuple flattened) and ``retptr``. Its lists are numba lists
-    (``lists=True``), as `intrinsics.graph._emit`'s docstring shows them."""
+    (``lists=True``), as `llvm_backend_intrinsics.graph._emit`'s docstring shows them."""
     arguments = types.Tuple(argument_types)
     signature, codegen = graph_intrinsic(plan, lists=True)._defn(cpu_target.typing_context, arguments)
     context = cpu_target.target_context.subtarget(
@@ -155,7 +156,7 @@ def graph_events(reader: Reader, plan: GraphPlan, n_returned: int) -> list[str]:
 
 
 def test_graph_calls_references_and_pack_loads_in_order():
-    """The plan of `intrinsics.graph._emit`'s docstring, emitted as it shows."""
+    """The plan of `llvm_backend_intrinsics.graph._emit`'s docstring, emitted as it shows."""
     plan = GraphPlan(
         n_arguments=2,
         items=(PlanItem(2, 1, 0), PlanItem(3, 1, 1)),

@@ -18,7 +18,7 @@ from numba.core.lowering import Environment
 from numba.core.registry import cpu_target
 from numba.core.targetconfig import ConfigStack
 
-from intrinsics.join import _alloca_table, _emit_join, _store_entry, filled_join, linear_join
+from llvm_backend_intrinsics.join import _alloca_table, _emit_join, _store_entry, filled_join, linear_join
 
 
 @functools.cache

@@ -5,8 +5,8 @@ from numba import njit
 from numba.core import errors, types
 from numba.extending import intrinsic
 
-from intrinsics.loops import LoopOutput, LoopSpec, loop_intrinsic, node_loop_intrinsic
 from llvm_backend.tools.measure import function_text
+from llvm_backend_intrinsics.loops import LoopOutput, LoopSpec, loop_intrinsic, node_loop_intrinsic
 
 F8 = np.dtype("float64")
 SUM = LoopOutput(F8, "add", F8, 0.0, scalar=True)

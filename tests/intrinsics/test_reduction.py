@@ -14,7 +14,13 @@ from numba.core import errors, types
 from numba.core.registry import cpu_target
 from numba.core.runtime import _nrt_python, rtsys
 
-from intrinsics.reduction import _FLOAT_RULES, _builtin_rule, _emit_full_reduce, full_reduce, full_reduce_with
+from llvm_backend_intrinsics.reduction import (
+    _FLOAT_RULES,
+    _builtin_rule,
+    _emit_full_reduce,
+    full_reduce,
+    full_reduce_with,
+)
 
 DTYPES = ["int8", "int32", "int64", "uint8", "float32", "float64", "bool"]
 WIDER = {"int8": "int64", "int32": "int64", "uint8": "uint64", "float32": "float64", "bool": "int64"}

@@ -6,9 +6,9 @@ import pytest
 from numba._dispatcher import compute_fingerprint
 from numba.core import errors, types
 
-from intrinsics.argpack import table_item
-from intrinsics.scalarpack import ScalarPack, ScalarPackType, scalar_item, scalar_pack_of
 from llvm_backend.tools.measure import nrt_allocations_per_call
+from llvm_backend_intrinsics.argpack import table_item
+from llvm_backend_intrinsics.scalarpack import ScalarPack, ScalarPackType, scalar_item, scalar_pack_of
 
 
 @numba.extending.intrinsic

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numba.core import errors
 
-from intrinsics.select import select
+from llvm_backend_intrinsics.select import select
 
 DTYPES = ["bool", "int8", "uint8", "int16", "int32", "int64", "uint64", "float32", "float64", "complex128"]
 

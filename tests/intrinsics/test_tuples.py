@@ -2,7 +2,7 @@ import numba
 import pytest
 from numba.core import errors
 
-from intrinsics.tuples import flatten_tuple
+from llvm_backend_intrinsics.tuples import flatten_tuple
 
 
 @numba.njit

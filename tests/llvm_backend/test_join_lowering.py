@@ -8,12 +8,12 @@ from pytensor.tensor.basic import Join, MakeVector
 from pytensor.tensor.rewriting.scalarize import ScalarizedJoin
 
 import llvm_backend
-from intrinsics.join import linear_join
 from llvm_backend.codegen import SCALAR_PACK_MIN
 from llvm_backend.dispatch import MAX_ITEMS
 from llvm_backend.lowerings.join import NUMBA_MAX_TUPLE, entries_fit_a_call, filled_joins
 from llvm_backend.tools.measure import allocations_per_call
 from llvm_backend.tools.testing import PY_MODE, compare_llvm_numba_and_py
+from llvm_backend_intrinsics.join import linear_join
 
 
 def test_join_is_lowered_by_linear_join():

@@ -12,9 +12,9 @@ from pytensor.tensor.basic import Join, MakeVector
 from pytensor.tensor.rewriting.scalarize import ScalarCAReduce, ScalarizedJoin
 
 import llvm_backend
-from intrinsics.join import linear_join
-from intrinsics.reduction import full_reduce
 from llvm_backend.dispatch import LOWERINGS, MAX_ITEMS, lowering_for, packed_arguments, register_lowering
+from llvm_backend_intrinsics.join import linear_join
+from llvm_backend_intrinsics.reduction import full_reduce
 
 BACKEND = Path(llvm_backend.__file__).parent
 TOOL_PACKAGES = ("llvm_backend.tools", "llvm_backend_bench")
@@ -87,8 +87,12 @@ def test_the_lowerings_command_prints_every_record(capsys):
 
     assert main(["lowerings"]) == 0
     out = capsys.readouterr().out
-    assert "Switch as intrinsics.select.select" in out
+    assert "Switch as llvm_backend_intrinsics.select.select" in out
     rows = [line for line in out.splitlines() if line.startswith("| pytensor.")]
     assert len(rows) == len(LOWERINGS)
     [make_vector] = [row for row in rows if row.startswith("| pytensor.tensor.basic.MakeVector |")]
-    assert make_vector.split(" | ")[1:4] == ["intrinsics.join.linear_join", LOWERINGS[MakeVector].condition, "0"]
+    assert make_vector.split(" | ")[1:4] == [
+        "llvm_backend_intrinsics.join.linear_join",
+        LOWERINGS[MakeVector].condition,
+        "0",
+    ]

@@ -13,13 +13,13 @@ from pytensor.tensor.elemwise import Elemwise
 from pytensor.tensor.rewriting.fused_elemwise import FusedElemwise
 from pytensor.tensor.rewriting.scalarize import ScalarizedElemwise, ScalarizedJoin
 
-from intrinsics.loops import LoopSpec
 from llvm_backend import codegen, dispatch
 from llvm_backend.codegen import graph_cache_key, graph_source
 from llvm_backend.dispatch import GRAPH_PASSES, LOWERINGS, Lowering, LoweringContext, plan_graph
 from llvm_backend.lowerings.composite import lowering_composites
 from llvm_backend.lowerings.join import fill_joins
 from llvm_backend.lowerings.loops import loop_spec
+from llvm_backend_intrinsics.loops import LoopSpec
 
 
 def _joined_gradient():

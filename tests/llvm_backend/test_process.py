@@ -64,7 +64,7 @@ SNAPSHOT = textwrap.dedent(
         imported = snapshot()
         process.revert_all()
         after = snapshot()
-        ours = ("intrinsics.", "llvm_backend.")
+        ours = ("llvm_backend_intrinsics.", "llvm_backend.")
         # numba types of classes of our own: the one documented exception, which numba cannot take back
         added = {k: v for k, v in after.pop("typeof").items() if k not in before["typeof"]}
         assert all(k.startswith(ours) for k in added), added

@@ -13,12 +13,12 @@ from pytensor.tensor.elemwise import DimShuffle, Elemwise
 from pytensor.tensor.rewriting.fused_elemwise import FusedElemwise
 
 import llvm_backend  # noqa: F401
-from intrinsics.scalarpack import ScalarPackType
 from llvm_backend.codegen import SCALAR_PACK_MIN, zero_d_array
 from llvm_backend.linker import graph_caller
 from llvm_backend.tools.graphs import logp_grad, regression
 from llvm_backend.tools.measure import allocations_per_call
 from llvm_backend.tools.testing import assert_same_result, compare_llvm_numba_and_py
+from llvm_backend_intrinsics.scalarpack import ScalarPackType
 
 
 def _nodes(fn, op_type):

@@ -9,6 +9,10 @@ call sees only its own arguments. It costs no parallelism: numba's compiled code
 Python threads never ran at once. The lock is re-entrant: a call made from inside the function's own call (an
 op's ``perform`` calling it) goes on as stock's would instead of deadlocking.
 
+Every `Mode` whose linker is ours makes them, a plain ``Mode(linker="llvm")`` and the one PyMC's ``compile``
+rebuilds on our linker too: ``Mode.function_maker`` is `function_maker` (``llvm_functions`` in
+``llvm_backend.process``).
+
 ``fn.vm.jit_fn`` shares no state between calls (it packs its arguments on its own stack) and needs no lock:
 nutpie's chains call it from their own threads.
 """
@@ -18,7 +22,9 @@ import threading
 from pytensor.compile.executor import Function
 from pytensor.compile.maker import FunctionMaker
 
-__all__ = ["LLVMFunction", "LLVMFunctionMaker"]
+from llvm_backend.linker import LLVMLinker
+
+__all__ = ["LLVMFunction", "LLVMFunctionMaker", "function_maker"]
 
 
 class LLVMFunction(Function):
@@ -41,3 +47,9 @@ class LLVMFunctionMaker(FunctionMaker):
 
     def __init__(self, *args, function_class=LLVMFunction, **kwargs):
         super().__init__(*args, function_class=function_class, **kwargs)
+
+
+def function_maker(mode):
+    """``Mode.function_maker`` while the package is imported: `LLVMFunctionMaker` for a mode whose linker is an
+    `LLVMLinker`, PyTensor's `FunctionMaker` for any other (a subclass's own, such as DebugMode's, still wins)."""
+    return LLVMFunctionMaker if isinstance(mode.linker, LLVMLinker) else FunctionMaker

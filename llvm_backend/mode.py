@@ -5,7 +5,6 @@ from pytensor.compile.mode import Mode
 from pytensor.graph.rewriting.basic import in2out
 from pytensor.graph.rewriting.db import RewriteDatabaseQuery, SequenceDB
 
-from llvm_backend.function import LLVMFunctionMaker
 from llvm_backend.linker import REWRITE_TAG, LLVMLinker
 from llvm_backend.rewrites.hoist import hoist_invariants
 
@@ -16,7 +15,6 @@ __all__ = [
     "MODE_NAME",
     "REWRITES_NAME",
     "SUPERVISOR_NAME",
-    "LLVMMode",
     "llvm_rewrites",
 ]
 
@@ -33,17 +31,7 @@ llvm_rewrites.register(
 )
 
 
-class LLVMMode(Mode):
-    """A `Mode` whose functions, when its linker is ours, are `LLVMFunction`\\ s (safe to call from several
-    threads). ``including``, ``excluding`` and ``clone`` keep the class, so PyMC's variants of "LLVM" do too;
-    a plain ``Mode(linker="llvm")`` makes PyTensor's own `Function`."""
-
-    @property
-    def function_maker(self):
-        return LLVMFunctionMaker if isinstance(self.linker, LLVMLinker) else super().function_maker
-
-
-LLVM = LLVMMode(
+LLVM = Mode(
     linker=LLVMLinker(),
     optimizer=RewriteDatabaseQuery(include=["fast_run", "numba", REWRITE_TAG]),
 )

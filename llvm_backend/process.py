@@ -18,13 +18,13 @@ from collections.abc import Callable
 
 import llvmlite.binding as llvm
 from pytensor.compile.executor import _pickle_Function
-from pytensor.compile.mode import optdb, predefined_linkers, predefined_modes
+from pytensor.compile.mode import Mode, optdb, predefined_linkers, predefined_modes
 from pytensor.link.numba.dispatch.basic import numba_funcify, numba_funcify_and_cache_key
 from pytensor.scalar.basic import Composite
 
 from llvm_backend import rewrite_cache
 from llvm_backend.builtins import powi_symbols
-from llvm_backend.function import LLVMFunction
+from llvm_backend.function import LLVMFunction, function_maker
 from llvm_backend.linker import REWRITE_TAG
 from llvm_backend.lowerings.composite import numba_funcify_Composite, numba_funcify_Composite_without_key
 from llvm_backend.mode import (
@@ -267,6 +267,15 @@ CHANGES: tuple[Change, ...] = (
             (numba_funcify_and_cache_key, numba_funcify_Composite),
             (numba_funcify, numba_funcify_Composite_without_key),
         ],
+    ),
+    AttributeChange(
+        "llvm_functions",
+        """``Mode.function_maker`` is `llvm_backend.function.function_maker`: a mode whose linker is ours makes
+        `LLVMFunction`\\ s (safe to call from several threads), whatever Mode carries the linker (PyMC's
+        ``compile`` rebuilds a plain one on it). Every other mode gets PyTensor's `FunctionMaker`, as before.""",
+        Mode,
+        "function_maker",
+        property(function_maker),
     ),
     EntryChange(
         "pickle_llvm_function",

@@ -11,6 +11,8 @@ import numpy as np
 import pytensor
 import pytensor.tensor as pt
 import pytest
+from pytensor.compile.executor import Function
+from pytensor.compile.mode import Mode
 
 import llvm_backend
 from llvm_backend.function import LLVMFunction
@@ -78,10 +80,19 @@ def test_threads_calling_one_function_get_their_own_results(name, frequent_threa
     assert wrong == 0
 
 
-def test_the_mode_variants_pymc_makes_keep_the_function_class():
+def test_every_mode_on_our_linker_makes_llvm_functions():
     x = pt.dvector("x")
-    for mode in (llvm_backend.LLVM.including("random_make_inplace"), llvm_backend.LLVM.excluding("fusion")):
+    modes = [
+        "LLVM",
+        llvm_backend.LLVM.including("random_make_inplace"),
+        llvm_backend.LLVM.excluding("fusion"),
+        Mode(linker="llvm"),
+        Mode(linker=llvm_backend.LLVM.linker, optimizer=llvm_backend.LLVM.provided_optimizer),  # as PyMC rebuilds it
+    ]
+    for mode in modes:
         fn = pytensor.function([x], x * 2, mode=mode)
         assert isinstance(fn, LLVMFunction)
         assert isinstance(fn.copy(), LLVMFunction)
-    assert not isinstance(pytensor.function([x], x * 2, mode="NUMBA"), LLVMFunction)
+        assert fn(np.ones(2)).tolist() == [2.0, 2.0]
+    for mode in ("NUMBA", "FAST_COMPILE", PY_MODE):
+        assert type(pytensor.function([x], x * 2, mode=mode)) is Function

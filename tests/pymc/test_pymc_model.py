@@ -5,6 +5,7 @@ import pymc as pm
 import pytest
 
 import llvm_backend  # noqa: F401
+from llvm_backend.function import LLVMFunction
 from llvm_backend.linker import LLVMLinker
 from llvm_backend.rewrites.supervisor import IndexedSupervisor
 from llvm_backend.tools.testing import assert_same_result
@@ -42,6 +43,8 @@ def test_logp_dlogp_function_matches_numba(model, ravel_inputs):
             assert isinstance(maker.linker, LLVMLinker)
             # PyMC builds a plain Mode from ours: the linker's required rewrites bring the indexed supervisor.
             assert type(maker.fgraph._supervisor) is IndexedSupervisor
+            # ... and its functions are ours, safe to call from several threads
+            assert isinstance(logp_dlogp._pytensor_function, LLVMFunction)
     (logp, grad), (want_logp, want_grad) = results["LLVM"], results["NUMBA"]
     assert_same_result(logp, want_logp, "logp")
     assert_same_result(grad, want_grad, "dlogp")

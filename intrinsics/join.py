@@ -450,8 +450,7 @@ def _emit_linear_join(context, builder, sig, args, in_types, pack, out_type):
 @intrinsic
 def linear_join(typingctx, axis, arrays, dtype):
     """Join the tuple ``arrays`` along ``axis`` into a new C-contiguous array of ``dtype``; ``arrays`` may also be
-    a 1-tuple holding an ``ArrayPack`` (``llvm_backend_intrinsics.argpack``), whose arrays are joined, read from its
-    table.
+    a 1-tuple holding an ``ArrayPack`` (`argpack`), whose arrays are joined, read from its table.
 
     Callable from ``@numba.njit`` code only. ``axis`` is a run-time integer, negative counts from the end.
     ``arrays`` holds arrays of one ndim >= 1, of any layout and dtype; in a 1-d join an entry may also be a

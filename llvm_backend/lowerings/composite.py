@@ -120,70 +120,83 @@ class CompositeBody:
 
 
 def composite_body(op: Composite, **kwargs) -> CompositeBody:
-    """The plan running ``op``'s inner graph."""
-    fgraph = op.fgraph
-    refs = {var: ("i", k) for k, var in enumerate(fgraph.inputs)}
-    constants, calls, lines, keys = [], [], [], []
-    temporaries = itertools.count()
-    dtypes = {}
+    """The plan running ``op``'s inner graph (``kwargs``: those of stock's funcify, for the inner ops it
+    lowers)."""
+    writer = _BodyWriter(op.fgraph)
+    for node in op.fgraph.toposort():
+        writer.write_node(node, kwargs)
+    return writer.finish()
 
-    def constant(value):
-        constants.append(value)
-        keys.append((type(value).__name__, repr(value)))
-        return ("c", len(constants) - 1)
 
-    def ref(var):
-        if var not in refs:
-            refs[var] = constant(np.dtype(var.type.dtype).type(var.data))
-        return refs[var]
+class _BodyWriter:
+    """What `composite_body` builds the plan with: a reference per value (``("i", k)`` input ``k``, ``("c", k)``
+    constant ``k``, ``("t", k)`` the ``k``-th temporary), the calls, their lines of text and the cache keys."""
 
-    def dtype_ref(dtype: str):
-        if dtype not in dtypes:
-            dtypes[dtype] = constant(np.dtype(dtype))
-        return dtypes[dtype]
+    def __init__(self, fgraph):
+        self.fgraph = fgraph
+        self.refs = {var: ("i", k) for k, var in enumerate(fgraph.inputs)}
+        self.constants, self.calls, self.lines, self.keys = [], [], [], []
+        self.temporaries = itertools.count()
+        self.dtypes = {}
 
-    def call(function, name, arguments, label, n_outputs=1):
-        outputs = tuple(("t", next(temporaries)) for _ in range(n_outputs))
-        calls.append((function, tuple(arguments), outputs, label))
-        lines.append(f"{', '.join(map(_text, outputs))} = {name}({', '.join(map(_text, arguments))})")
+    def constant(self, value):
+        self.constants.append(value)
+        self.keys.append((type(value).__name__, repr(value)))
+        return ("c", len(self.constants) - 1)
+
+    def ref(self, var):
+        if var not in self.refs:
+            self.refs[var] = self.constant(np.dtype(var.type.dtype).type(var.data))
+        return self.refs[var]
+
+    def dtype_ref(self, dtype: str):
+        if dtype not in self.dtypes:
+            self.dtypes[dtype] = self.constant(np.dtype(dtype))
+        return self.dtypes[dtype]
+
+    def call(self, function, name, arguments, label, n_outputs=1):
+        outputs = tuple(("t", next(self.temporaries)) for _ in range(n_outputs))
+        self.calls.append((function, tuple(arguments), outputs, label))
+        self.lines.append(f"{', '.join(map(_text, outputs))} = {name}({', '.join(map(_text, arguments))})")
         return outputs
 
-    for node in fgraph.toposort():
-        arguments = [ref(var) for var in node.inputs]
+    def write_node(self, node, kwargs):
+        """The calls computing ``node``: a chain of ``operator`` calls for a joined n-ary op, our function
+        (`_function`), else stock's funcify of the inner op; a narrow result cast to the node's dtype."""
+        arguments = [self.ref(var) for var in node.inputs]
         label = node.op
         joined = _JOINED.get(type(node.op))
         if joined is not None and len(node.outputs) == 1:
             value = arguments[0]
             for operand in arguments[1:]:
-                (value,) = call(joined, f"operator.{joined.__name__}", [value, operand], label)
+                (value,) = self.call(joined, f"operator.{joined.__name__}", [value, operand], label)
         elif (function := _function(node)) is not None:
-            (value,) = call(*function, arguments, label)
+            (value,) = self.call(*function, arguments, label)
         else:
             stock, key = numba_funcify_and_cache_key(node.op, node=node, **kwargs)
-            keys.append(key)
-            outputs = call(stock, f"f{len(lines)}", arguments, label, len(node.outputs))
-            refs.update(zip(node.outputs, outputs, strict=True))
-            continue
+            self.keys.append(key)
+            outputs = self.call(stock, f"f{len(self.lines)}", arguments, label, len(node.outputs))
+            self.refs.update(zip(node.outputs, outputs, strict=True))
+            return
         dtype = node.outputs[0].type.dtype
         if dtype not in _WIDE:
-            (value,) = call(numba_basic.direct_cast, "direct_cast", [value, dtype_ref(dtype)], label)
-        refs[node.outputs[0]] = value
+            (value,) = self.call(numba_basic.direct_cast, "direct_cast", [value, self.dtype_ref(dtype)], label)
+        self.refs[node.outputs[0]] = value
 
-    outputs = [ref(var) for var in fgraph.outputs]
-    n_arguments = len(fgraph.inputs) + len(constants)
-    base = {"i": 0, "c": len(fgraph.inputs), "t": n_arguments}
+    def finish(self) -> CompositeBody:
+        """The plan over the inputs and constants, its text and its cache key."""
+        outputs = [self.ref(var) for var in self.fgraph.outputs]
+        n_arguments = len(self.fgraph.inputs) + len(self.constants)
+        base = {"i": 0, "c": len(self.fgraph.inputs), "t": n_arguments}
 
-    def slot(reference) -> int:
-        return base[reference[0]] + reference[1]
+        def slot(reference) -> int:
+            return base[reference[0]] + reference[1]
 
-    plan = GraphPlan(
-        n_arguments,
-        calls=tuple(PlanCall(f, tuple(map(slot, a)), tuple(map(slot, o)), label=label) for f, a, o, label in calls),
-        outputs=tuple(map(slot, outputs)),
-    )
-    text = "\n".join([*lines, f"return {', '.join(map(_text, outputs))}"])
-    key = None if None in keys else sha256(str((COMPOSITE_VERSION, text, keys)).encode()).hexdigest()
-    return CompositeBody(plan, tuple(constants), text, key)
+        calls = tuple(PlanCall(f, tuple(map(slot, a)), tuple(map(slot, o)), label=lab) for f, a, o, lab in self.calls)
+        plan = GraphPlan(n_arguments, calls=calls, outputs=tuple(map(slot, outputs)))
+        text = "\n".join([*self.lines, f"return {', '.join(map(_text, outputs))}"])
+        key = None if None in self.keys else sha256(str((COMPOSITE_VERSION, text, self.keys)).encode()).hexdigest()
+        return CompositeBody(plan, tuple(self.constants), text, key)
 
 
 def _text(reference) -> str:

@@ -103,23 +103,31 @@ def run_isolated(
                 raise WorkerError(
                     f"the fuzz worker exited with status {end.returncode}; its last words:\n" + end.last_words
                 )
-            cause = end.stopped or f"died ({_signal_name(end.returncode)})"
-            how = f"The process {cause} checking this graph under {end.stage}; its last words:\n\n{end.last_words}"
-            if end.stage == "NUMBA":
-                summary.stock.append(
-                    (f"stock NUMBA: the process {cause}", write_crash(out / "stock", pending.read_text(), how))
-                )
-            elif end.stage == JUDGING:
-                summary.failures.append(("unjudged", write_crash(out, pending.read_text(), how, "unjudged")))
-            else:
-                summary.failures.append(("crash", write_crash(out, pending.read_text(), how)))
-            pending.unlink()
-            summary.graphs += 1
+            cause = _record_death(summary, end, out, pending)
             progress(
                 summary, f"the worker {cause} on a graph under {end.stage}: wrote a reproducer, starting a new one"
             )
             run_seed = part.run_seed + 1
     return summary
+
+
+def _record_death(summary: Summary, end, out: Path, pending: Path) -> str:
+    """Write the reproducer of the graph ``pending`` holds, on which the child died or was stopped (``end``),
+    and count it in ``summary``: stock's where stock was checking it, unjudged where stock was judging LLVM's
+    disagreement, else a crash of ours. Returns what happened, for the progress line."""
+    cause = end.stopped or f"died ({_signal_name(end.returncode)})"
+    how = f"The process {cause} checking this graph under {end.stage}; its last words:\n\n{end.last_words}"
+    if end.stage == "NUMBA":
+        summary.stock.append(
+            (f"stock NUMBA: the process {cause}", write_crash(out / "stock", pending.read_text(), how))
+        )
+    elif end.stage == JUDGING:
+        summary.failures.append(("unjudged", write_crash(out, pending.read_text(), how, "unjudged")))
+    else:
+        summary.failures.append(("crash", write_crash(out, pending.read_text(), how)))
+    pending.unlink()
+    summary.graphs += 1
+    return cause
 
 
 @dataclass

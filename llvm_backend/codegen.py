@@ -29,7 +29,7 @@ and its plan: slot 0 the pack, slot 1 the constant ``[2.]``, slots 2..33 the pac
 ``elemwise(item, slot 1)`` (one shared numba function) whose results go to one returned list.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from hashlib import sha256
 
 import numpy as np
@@ -42,9 +42,9 @@ from pytensor.tensor.type import TensorType
 
 from llvm_backend.dispatch import MAX_ITEMS, LoweringContext, LoweringPlan, lower, plan_graph, source_hash
 from llvm_backend_intrinsics.abi import ARRAYS_READ
-from llvm_backend_intrinsics.argpack import ArrayPack, ArrayPackType
+from llvm_backend_intrinsics.argpack import ArrayPack, ArrayPackType, pack_of
 from llvm_backend_intrinsics.graph import GraphPlan, PlanCall, PlanItem, graph_intrinsic
-from llvm_backend_intrinsics.scalarpack import ScalarPack, ScalarPackType
+from llvm_backend_intrinsics.scalarpack import ScalarPack, ScalarPackType, scalar_pack_of
 from llvm_backend_intrinsics.tuples import flatten_tuple
 
 __all__ = [
@@ -163,9 +163,9 @@ def _tensor_kind(var):
     return (var.type.dtype, var.type.ndim) if isinstance(var.type, TensorType) else None
 
 
-@dataclass
+@dataclass(frozen=True)
 class GraphSource:
-    """A graph function's source, the globals it refers to and its cache key parts.
+    """A graph function's source, the globals it refers to and its cache key parts, made whole by `graph_source`.
 
     Its parameters take the *sources*, the graph inputs followed by the ``constant_params``: first those
     in ``direct_sources``, one each, then one per pack in ``packs``. The 0-d inputs in ``scalar_sources`` are
@@ -173,29 +173,29 @@ class GraphSource:
     """
 
     name: str
-    params: list[str] = field(default_factory=list)
-    returned: str = "()"
+    params: list[str]
+    returned: str
     """The expression the function returns: ``llvm_graph((...))``."""
-    global_env: dict = field(default_factory=dict)
-    constant_params: list = field(default_factory=list)
+    global_env: dict
+    constant_params: list
     """``(name, value)`` of constants numba would make dynamic globals, passed as arguments instead."""
-    direct_sources: list[int] = field(default_factory=list)
+    direct_sources: list[int]
     """Positions of the sources passed as parameters of their own, in parameter order."""
-    scalar_sources: dict[int, str] = field(default_factory=dict)
+    scalar_sources: dict[int, str]
     """Position -> dtype of the sources (0-d inputs) passed as native scalars (`NATIVE_SCALARS`)."""
-    embedded: list[str] = field(default_factory=list)
+    embedded: list[str]
     """Names of the constants the function embeds (globals of ``global_env``), after the parameters in
     ``llvm_graph``'s tuple."""
-    packs: list[PackParam] = field(default_factory=list)
+    packs: list[PackParam]
     """The pack parameters, after the direct ones."""
-    direct_outputs: list[int] = field(default_factory=list)
+    direct_outputs: list[int]
     """Positions of the graph outputs returned as items of their own, first, in this order."""
-    output_lists: list[tuple[int, ...]] = field(default_factory=list)
+    output_lists: list[tuple[int, ...]]
     """Positions of the graph outputs returned in each list, after the direct outputs."""
-    node_keys: list = field(default_factory=list)
-    plan: GraphPlan | None = None
+    node_keys: list
+    plan: GraphPlan
     """The calls the function's one statement, ``return llvm_graph(arguments)``, emits."""
-    slot_names: dict[int, str] = field(default_factory=dict)
+    slot_names: dict[int, str]
 
     @property
     def source(self) -> str:
@@ -238,7 +238,7 @@ class GraphSource:
         """A function of the graph's ``n_inputs`` inputs returning its outputs in order, as stock's graph
         function does, by calling ``function`` on one tuple of this graph function's arguments
         (`llvm_backend_intrinsics.functions.address_call`'s intrinsic): it packs what is packed, passes the constant
-        parameters by name (globals of the entry) and reads the listed outputs back in place.
+        parameters by name (globals of the entry, `entry_globals`) and reads the listed outputs back in place.
 
         A graph with output lists is run by ``llvm_graph_lists`` (``graph_intrinsic(plan, lists=True)``) in
         the entry itself instead, on the graph function's arguments and embedded constants: ``function``
@@ -257,6 +257,12 @@ class GraphSource:
         # stock's graph function of no outputs returns None
         returned = tuple_source([outputs[j] for j in range(len(outputs))]) if outputs else "None"
         return f"def {name}({', '.join(inputs)}):\n    result = {call}\n    return {returned}\n"
+
+    def entry_globals(self) -> dict:
+        """The globals a function of `entry_source` names, but ``function`` and ``llvm_graph_lists``: the graph
+        function's, the pack builders and the constant parameters."""
+        builders = {"pack_of": pack_of, "scalar_pack_of": scalar_pack_of, "flatten_tuple": flatten_tuple}
+        return {**self.global_env, **builders, **dict(self.constant_params)}
 
     def argument_types(self, input_types: list) -> list:
         """The numba types of the arguments, given the graph inputs' types."""
@@ -279,10 +285,10 @@ def graph_source(fgraph, storage_map=None, ofg_memo=None, name="llvm_graph_fn") 
     `LoweringPlan` (`plan_graph`: each node's lowering decided once), ``storage_map`` and ``ofg_memo`` handed
     to the lowerings in their `LoweringContext`.
 
-    Four steps, one `_Writer` method each, filling the `GraphSource` and the plan's slots in order: the
-    constants (embedded, or parameters when numba could not embed them), the parameters (direct ones, then
-    packs, whose items get slots after the arguments'), one call per node, and the outputs."""
-    writer = _Writer(fgraph, GraphSource(name, global_env={"flatten_tuple": flatten_tuple, "__name__": __name__}))
+    Four steps, one `_Writer` method each, laying out the plan's slots in order: the constants (embedded, or
+    parameters when numba could not embed them), the parameters (direct ones, then packs, whose items get slots
+    after the arguments'), one call per node, and the outputs; the last makes the `GraphSource`, whole."""
+    writer = _Writer(fgraph, name)
     writer.classify_constants()
     writer.lay_out_parameters()
     plan = plan_graph(fgraph, writer.order)
@@ -295,11 +301,18 @@ class _Writer:
     variable's coordinates in the cache key (``(0, i)`` input ``i``, ``(-1, key)`` a constant, ``(n, j)``
     output ``j`` of the ``n``-th node)."""
 
-    def __init__(self, fgraph, graph: GraphSource):
+    def __init__(self, fgraph, name: str):
         self.fgraph = fgraph
-        self.graph = graph
+        self.name = name
         self.order = fgraph.toposort()
-        self.unique_name = unique_name_generator([graph.name, "llvm_graph", "flatten_tuple"])
+        self.unique_name = unique_name_generator([name, "llvm_graph", "flatten_tuple"])
+        self.global_env = {"flatten_tuple": flatten_tuple, "__name__": __name__}
+        self.constant_params: list = []
+        self.scalar_sources: dict[int, str] = {}
+        self.packs: list[PackParam] = []
+        self.direct_sources: list[int] = []
+        self.params: list[str] = []
+        self.node_keys: list = []
         self.coords = {inp: (0, i) for i, inp in enumerate(fgraph.inputs)}
         self.constants: dict = {}
         self.parameter_constants: list = []
@@ -324,39 +337,38 @@ class _Writer:
                 self.coords[var] = (-1, cache_key_for_constant(var.data))
                 value = numba_typify(var.data, variable=var)
                 if _needs_parameter(value):
-                    self.graph.constant_params.append((self.constants[var], value))
+                    self.constant_params.append((self.constants[var], value))
                     self.parameter_constants.append(var)
                 else:
-                    self.graph.global_env[self.constants[var]] = value
+                    self.global_env[self.constants[var]] = value
                     self.embedded.append(var)
 
     def lay_out_parameters(self) -> None:
         """The parameters (sources not packed, then one per pack) and the slots: parameters, embedded
         constants, then one per pack item."""
-        graph = self.graph
         sources = [*self.fgraph.inputs, *self.parameter_constants]
         inputs = self.fgraph.inputs
-        graph.scalar_sources = {i: inp.type.dtype for i, inp in enumerate(inputs) if takes_native_scalar(inp)}
-        kinds = [None if i in graph.scalar_sources else _tensor_kind(inp) for i, inp in enumerate(inputs)]
-        kinds += [(str(v.dtype), v.ndim) for _, v in graph.constant_params]
+        self.scalar_sources = {i: inp.type.dtype for i, inp in enumerate(inputs) if takes_native_scalar(inp)}
+        kinds = [None if i in self.scalar_sources else _tensor_kind(inp) for i, inp in enumerate(inputs)]
+        kinds += [(str(v.dtype), v.ndim) for _, v in self.constant_params]
         groups = pack_groups(kinds).items()
         packs = [(ArrayPackType.of(dtype, ndim, len(at)), dtype, at) for (dtype, ndim), at in groups]
         for dtype in NATIVE_SCALARS:
-            at = [i for i, scalar_dtype in graph.scalar_sources.items() if scalar_dtype == dtype]
+            at = [i for i, scalar_dtype in self.scalar_sources.items() if scalar_dtype == dtype]
             packs += [(ScalarPackType.of(dtype, len(at)), dtype, at)] if len(at) >= SCALAR_PACK_MIN else []
         for pack_type, dtype, positions in packs:
-            graph.packs.append(PackParam(self.unique_name(pack_type), pack_type, np.dtype(dtype), tuple(positions)))
-        packed = {i for pack in graph.packs for i in pack.positions}
-        graph.direct_sources = [i for i in range(len(sources)) if i not in packed]
-        graph.params = [*(self.name_of(sources[i]) for i in graph.direct_sources), *(p.name for p in graph.packs)]
-        self.slots = {sources[i]: slot for slot, i in enumerate(graph.direct_sources)}
-        self.slots |= {var: len(graph.params) + k for k, var in enumerate(self.embedded)}
-        self.n_arguments = len(self.slots) + len(graph.packs)
-        for p, pack in enumerate(graph.packs, start=len(graph.direct_sources)):
+            self.packs.append(PackParam(self.unique_name(pack_type), pack_type, np.dtype(dtype), tuple(positions)))
+        packed = {i for pack in self.packs for i in pack.positions}
+        self.direct_sources = [i for i in range(len(sources)) if i not in packed]
+        self.params = [*(self.name_of(sources[i]) for i in self.direct_sources), *(p.name for p in self.packs)]
+        self.slots = {sources[i]: slot for slot, i in enumerate(self.direct_sources)}
+        self.slots |= {var: len(self.params) + k for k, var in enumerate(self.embedded)}
+        self.n_arguments = len(self.slots) + len(self.packs)
+        for p, pack in enumerate(self.packs, start=len(self.direct_sources)):
             for k, i in enumerate(pack.positions):
                 self.items.append(PlanItem(self.n_arguments + len(self.items), p, k))
                 self.slots[sources[i]] = self.items[-1].slot
-        self.scalar_slots = {sources[i]: self.slots[sources[i]] for i in graph.scalar_sources}
+        self.scalar_slots = {sources[i]: self.slots[sources[i]] for i in self.scalar_sources}
         self.next_slot = self.n_arguments + len(self.items)
 
     def plan_calls(self, plan: LoweringPlan, context_of) -> list[PlanCall]:
@@ -373,7 +385,7 @@ class _Writer:
             if isinstance(node.op, ScalarFromTensor) and node.inputs[0] in self.scalar_slots:
                 # The graph function takes the input as this very scalar.
                 self.slots[node.outputs[0]] = self.scalar_slots[node.inputs[0]]
-                self.graph.node_keys.append(((self.coords[node.inputs[0]],), "native scalar"))
+                self.node_keys.append(((self.coords[node.inputs[0]],), "native scalar"))
                 self.coords[node.outputs[0]] = (n, 0)
                 continue
             fn, key = lower(context_of(node))
@@ -387,39 +399,59 @@ class _Writer:
             arguments = tuple(self.slots[inp] for inp in node.inputs)
             outputs = tuple(self.slots[out] for out in node.outputs)
             calls.append(PlanCall(fn, arguments, outputs, plan[node].pack_start, node))
-            self.graph.node_keys.append(None if key is None else (tuple(self.coords[x] for x in node.inputs), key))
+            self.node_keys.append(None if key is None else (tuple(self.coords[x] for x in node.inputs), key))
             self.coords |= {out: (n, j) for j, out in enumerate(node.outputs)}
         return calls
 
     def finish(self, calls: list[PlanCall]) -> GraphSource:
         """The outputs (direct ones, then one list per group), the plan, the returned expression and the key's
-        last parts."""
-        graph, fgraph, slots = self.graph, self.fgraph, self.slots
+        last parts: the `GraphSource`."""
+        fgraph, slots = self.fgraph, self.slots
         lists = pack_groups([_tensor_kind(out) for out in fgraph.outputs])
         listed = {i for positions in lists.values() for i in positions}
-        graph.direct_outputs = [i for i in range(len(fgraph.outputs)) if i not in listed]
-        graph.output_lists = [tuple(positions) for positions in lists.values()]
-        graph.plan = GraphPlan(
+        direct_outputs = [i for i in range(len(fgraph.outputs)) if i not in listed]
+        output_lists = [tuple(positions) for positions in lists.values()]
+        plan = GraphPlan(
             self.n_arguments,
             tuple(self.items),
             tuple(calls),
-            tuple(slots[fgraph.outputs[i]] for i in graph.direct_outputs),
-            tuple(tuple(slots[fgraph.outputs[i]] for i in positions) for positions in graph.output_lists),
+            tuple(slots[fgraph.outputs[i]] for i in direct_outputs),
+            tuple(tuple(slots[fgraph.outputs[i]] for i in positions) for positions in output_lists),
         )
-        graph.global_env["llvm_graph"] = graph_intrinsic(graph.plan)
-        graph.slot_names = {slot: self.name_of(var) for var, slot in slots.items()}
+        embedded = [self.name_of(var) for var in self.embedded]
+        node_keys = [
+            *self.node_keys,
+            ("outputs", tuple(self.coords[out] for out in fgraph.outputs)),
+            ("packs", tuple((str(p.numba_type), p.positions) for p in self.packs)),
+            ("output lists", tuple(output_lists)),
+            ("native scalars", tuple(self.scalar_sources.items())),
+        ]
+        return GraphSource(
+            name=self.name,
+            params=self.params,
+            returned=f"llvm_graph({tuple_source([*self.params, *embedded])})",
+            global_env={**self.global_env, "llvm_graph": graph_intrinsic(plan)},
+            constant_params=self.constant_params,
+            direct_sources=self.direct_sources,
+            scalar_sources=self.scalar_sources,
+            embedded=embedded,
+            packs=self.packs,
+            direct_outputs=direct_outputs,
+            output_lists=output_lists,
+            node_keys=node_keys,
+            plan=plan,
+            slot_names=self._slot_names(),
+        )
+
+    def _slot_names(self) -> dict[int, str]:
+        """Each slot's name in `GraphSource.listing`: its variable's, ``<name>_0d`` for the 0-d array of a native
+        scalar, its pack's."""
+        names = {slot: self.name_of(var) for var, slot in self.slots.items()}
         for var, slot in self.scalar_slots.items():
-            if slots[var] != slot:
-                graph.slot_names[slots[var]] = f"{self.name_of(var)}_0d"
-            graph.slot_names[slot] = self.name_of(var)
-        graph.slot_names |= {len(graph.direct_sources) + k: pack.name for k, pack in enumerate(graph.packs)}
-        graph.embedded = [self.name_of(var) for var in self.embedded]
-        graph.returned = f"llvm_graph({tuple_source([*graph.params, *graph.embedded])})"
-        graph.node_keys.append(("outputs", tuple(self.coords[out] for out in fgraph.outputs)))
-        graph.node_keys.append(("packs", tuple((str(p.numba_type), p.positions) for p in graph.packs)))
-        graph.node_keys.append(("output lists", tuple(graph.output_lists)))
-        graph.node_keys.append(("native scalars", tuple(graph.scalar_sources.items())))
-        return graph
+            if self.slots[var] != slot:
+                names[self.slots[var]] = f"{self.name_of(var)}_0d"
+            names[slot] = self.name_of(var)
+        return names | {len(self.direct_sources) + k: pack.name for k, pack in enumerate(self.packs)}
 
 
 def graph_cache_key(graph: GraphSource, salt) -> str | None:

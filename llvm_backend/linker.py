@@ -22,10 +22,10 @@ from llvm_backend.codegen import (
     tuple_source,
 )
 from llvm_backend.lowerings.composite import lowering_composites
-from llvm_backend_intrinsics.argpack import ArrayPack, pack_of
+from llvm_backend_intrinsics.argpack import ArrayPack
 from llvm_backend_intrinsics.functions import address_call, chosen_address_call
 from llvm_backend_intrinsics.graph import graph_intrinsic
-from llvm_backend_intrinsics.scalarpack import ScalarPack, scalar_pack_of
+from llvm_backend_intrinsics.scalarpack import ScalarPack
 from llvm_backend_intrinsics.tuples import flatten_tuple
 
 __all__ = ["REWRITE_TAG", "ConvertedGraph", "LLVMLinker", "ListedOutputs", "PackCell", "graph_caller"]
@@ -123,13 +123,7 @@ def typed_entry(graph: GraphSource, n_inputs: int, graph_fn):
     address of its code (`address_call`), so a caller's module gets none of the graph's IR to optimize and
     compile again. A graph with output lists is run in an entry of its own (which reads the lists back), called
     the same way."""
-    env = {
-        **graph.global_env,
-        "pack_of": pack_of,
-        "scalar_pack_of": scalar_pack_of,
-        "flatten_tuple": flatten_tuple,
-        **dict(graph.constant_params),
-    }
+    env = graph.entry_globals()
     if graph.output_lists:
         env["llvm_graph_lists"] = graph_intrinsic(graph.plan, lists=True)
         source = graph.entry_source(n_inputs, "llvm_graph_fn", name="llvm_graph_lists_entry")

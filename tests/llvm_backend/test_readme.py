@@ -1,5 +1,5 @@
-"""Every ```python block of README.md runs as written, each in a fresh Python process, and so does every
-`llvm-backend` command line but those that take minutes, which are parsed."""
+"""Every ```python block of README.md and docs/*.md runs as written, each in a fresh Python process, and so does
+every `llvm-backend` command line of the README but those that take minutes, which are parsed."""
 
 import ast
 import re
@@ -12,19 +12,26 @@ import pytest
 
 from llvm_backend.tools.cli import _parser
 
-README = Path(__file__).parents[2] / "README.md"
-TEXT = README.read_text()
+ROOT = Path(__file__).parents[2]
+TEXT = (ROOT / "README.md").read_text()
+DOCUMENTS = {
+    path.relative_to(ROOT).as_posix(): path.read_text() for path in [ROOT / "README.md", *ROOT.glob("docs/*.md")]
+}
 BLOCK = re.compile(r"^```python\n(.*?)^```$", re.DOTALL | re.MULTILINE)
 EXTRAS = ("pymc", "nutpie")
 """Modules of the ``pymc`` extra: a block importing one runs only where it is installed."""
 
 
-def _section(offset: int) -> str:
-    """The heading of the README section ``offset`` falls in."""
-    return re.findall(r"^## (.*)$", TEXT[:offset], re.MULTILINE)[-1]
+def _section(text: str, offset: int) -> str:
+    """The heading of the section of ``text`` that ``offset`` falls in."""
+    return re.findall(r"^#+ (.*)$", text[:offset], re.MULTILINE)[-1]
 
 
-SNIPPETS = [(_section(m.start()), m.group(1)) for m in BLOCK.finditer(TEXT)]
+SNIPPETS = [
+    (f"{name}: {_section(text, m.start())}", m.group(1))
+    for name, text in DOCUMENTS.items()
+    for m in BLOCK.finditer(text)
+]
 
 
 def _imported(source: str) -> set[str]:
@@ -39,11 +46,12 @@ def _imported(source: str) -> set[str]:
 
 
 def test_every_python_block_is_found():
-    assert len(SNIPPETS) == TEXT.count("```python") > 0
+    assert len(SNIPPETS) == sum(text.count("```python") for text in DOCUMENTS.values())
+    assert {name.split(":")[0] for name, _ in SNIPPETS} >= {"README.md", "docs/adding_a_lowering.md"}
 
 
 @pytest.mark.parametrize("source", [source for _, source in SNIPPETS], ids=[section for section, _ in SNIPPETS])
-def test_readme_snippet_runs(source, tmp_path):
+def test_snippet_runs(source, tmp_path):
     for module in sorted(_imported(source) & set(EXTRAS)):
         pytest.importorskip(module)
     done = subprocess.run([sys.executable, "-c", source], cwd=tmp_path, capture_output=True, text=True, timeout=300)

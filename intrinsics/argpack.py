@@ -209,10 +209,19 @@ def table_of(context, builder, pack: ArrayPackType, items):
     table = cgutils.alloca_once(builder, context.get_value_type(pack.array_type), size=pack.count, name="pack")
     for k, (value, item_type) in enumerate(items):
         builder.store(
-            context.cast(builder, value, item_type, pack.array_type),
+            _as_item(context, builder, value, item_type, pack.array_type),
             builder.gep(table, [ir.Constant(ir.IntType(64), k)]),
         )
     return table
+
+
+def _as_item(context, builder, value, item_type: types.Array, array_type: types.Array):
+    """``value`` as an item of a pack of ``array_type``: numba casts an array to layout ``A``; a 0-d array of any
+    layout has the struct of the pack's (layout ``C``: one element is contiguous) and is stored as it is
+    (numba casts no array to ``C``)."""
+    if item_type.ndim == 0 and item_type.copy(layout=array_type.layout) == array_type:
+        return value
+    return context.cast(builder, value, item_type, array_type)
 
 
 @intrinsic

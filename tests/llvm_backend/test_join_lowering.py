@@ -253,3 +253,13 @@ def test_a_mismatched_loop_joined_within_the_output_raises_value_error_like_stoc
     x, y, a = pt.dvector("x"), pt.dvector("y"), pt.dscalar("a")
     out = pt.concatenate([pt.atleast_1d(a), x + y])
     assert raised_type(mode, [x, y, a], out, [np.ones(3), np.ones(4), np.asarray(1.0)]) is ValueError
+
+
+@pytest.mark.parametrize("dtype", ["int64", "float64"])
+def test_a_wide_stack_of_one_reduced_value_matches_py_and_stock(dtype):
+    # the fuzzer's seed-52 graph: 31 entries (a pack) of the 0-d array a full sum hands out, typed layout A,
+    # which numba's cast would not store in a pack of 0-d (layout C) arrays
+    x = pt.tensor("x", dtype=dtype, shape=(1,))
+    total = pt.sum(x)
+    _, (out,) = compare_llvm_numba_and_py([x], [pt.stack([total] * (MAX_ITEMS + 1))], [np.array([3], dtype=dtype)])
+    assert out.tolist() == [3] * (MAX_ITEMS + 1)

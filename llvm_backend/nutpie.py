@@ -15,16 +15,28 @@ entry points make that compile use the LLVM mode::
 `numba_is_llvm` is process-global while it is open (``NUMBA_IS_LLVM`` in ``llvm_backend.process``): every
 compile that asks for "NUMBA" by name, in any thread, gets the LLVM mode. When the last one open, in any thread,
 exits, "NUMBA" is PyTensor's own mode again.
+
+``pm.sample(model=model, compile_kwargs={"mode": "LLVM"})`` (or ``backend="LLVM"``) needs neither: when PyMC
+picks nutpie for it, `sample_external_nuts` opens `numba_is_llvm` around PyMC's nutpie call
+(``pymc_nutpie_on_llvm`` in ``llvm_backend.process``).
 """
 
+import functools
+import inspect
 import threading
-from collections.abc import Iterator
+import warnings
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+
+from pytensor.compile.mode import get_mode
 
 from llvm_backend.linker import LLVMLinker
 from llvm_backend.process import NUMBA_IS_LLVM
 
-__all__ = ["compile_pymc_model", "numba_is_llvm"]
+__all__ = ["compile_pymc_model", "numba_is_llvm", "sample_external_nuts"]
+
+SAMPLE_PARAMETERS = ("sampler", "compile_kwargs", "nuts_kwargs")
+"""The parameters of PyMC's ``_sample_external_nuts`` that `sample_external_nuts` reads (PyMC 6.4's)."""
 
 _lock = threading.Lock()
 _open = 0
@@ -70,3 +82,45 @@ def compile_pymc_model(model, **kwargs):
             "mode; use nutpie.compile_pymc_model directly"
         )
     return compiled
+
+
+def _asks_for_llvm(arguments: dict) -> bool:
+    """Whether PyMC's nutpie call was given a mode on our linker: ``compile_kwargs["mode"]`` (where
+    ``pm.sample(backend=...)`` puts it too), or the deprecated ``nuts={"backend": ...}``, which PyMC prefers."""
+    nuts_kwargs, compile_kwargs = arguments["nuts_kwargs"] or {}, arguments["compile_kwargs"] or {}
+    mode = nuts_kwargs["backend"] if "backend" in nuts_kwargs else compile_kwargs.get("mode")
+    return isinstance(get_mode(mode).linker, LLVMLinker)
+
+
+def sample_external_nuts(original: Callable) -> Callable:
+    """PyMC's ``_sample_external_nuts`` (``pm.sample`` with an external NUTS), compiling nutpie's model on the
+    LLVM mode's kernels when the mode asked for is on our linker, for which PyMC has no way of its own: it drops
+    the mode, and nutpie compiles under "NUMBA" by name. Every other call is PyMC's as it is.
+
+    The one seam on PyMC's internals: a function without the parameters `SAMPLE_PARAMETERS` (another PyMC) is
+    given back as it is, with a warning, once, that such ``pm.sample`` calls sample on stock kernels.
+    """
+    signature = inspect.signature(original)
+    missing = [name for name in SAMPLE_PARAMETERS if name not in signature.parameters]
+    if missing:
+        import pymc
+
+        warnings.warn(
+            f"llvm_backend cannot read the mode pm.sample was given under PyMC {pymc.__version__} (its nutpie "
+            f"call has no parameter {', '.join(missing)}): with nutpie, pm.sample(compile_kwargs={{'mode': "
+            "'LLVM'}) samples on stock NUMBA kernels. Use llvm_backend.nutpie.compile_pymc_model(model) and "
+            "nutpie.sample, or pm.sample(nuts_sampler='pymc', ...)",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        return original
+
+    @functools.wraps(original)
+    def sample(*args, **kwargs):
+        arguments = signature.bind(*args, **kwargs).arguments
+        if arguments["sampler"] == "nutpie" and _asks_for_llvm(arguments):
+            with numba_is_llvm():
+                return original(*args, **kwargs)
+        return original(*args, **kwargs)
+
+    return sample

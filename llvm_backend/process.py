@@ -14,6 +14,8 @@ using its linker.
 """
 
 import copyreg
+import importlib.abc
+import sys
 from collections.abc import Callable
 
 import llvmlite.binding as llvm
@@ -46,6 +48,7 @@ __all__ = [
     "Change",
     "DispatchOverride",
     "EntryChange",
+    "ImportedAttributeChange",
     "OptdbRegistration",
     "PowiSymbols",
     "register",
@@ -177,6 +180,81 @@ class DispatchOverride(Change):
             dispatcher.register(self.cls, previous)
 
 
+class _LoaderThen(importlib.abc.Loader):
+    """A module's own loader, then ``then(module)`` once the module has run; everything else is the loader's."""
+
+    def __init__(self, loader, then: Callable):
+        self.loader, self.then = loader, then
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module) -> None:
+        self.loader.exec_module(module)
+        self.then(module)
+
+    def __getattr__(self, name: str):
+        return getattr(self.loader, name)
+
+
+class _OnImport(importlib.abc.MetaPathFinder):
+    """Finds nothing of its own: for one module name, the spec the finders after it find, whose loader then
+    calls ``then(module)``."""
+
+    def __init__(self, name: str, then: Callable):
+        self.name, self.then = name, then
+
+    def find_spec(self, fullname: str, path, target=None):
+        if fullname != self.name or self not in sys.meta_path:
+            return None
+        for finder in sys.meta_path[sys.meta_path.index(self) + 1 :]:
+            spec = finder.find_spec(fullname, path, target) if hasattr(finder, "find_spec") else None
+            if spec is not None:
+                if spec.loader is not None:
+                    spec.loader = _LoaderThen(spec.loader, self.then)
+                return spec
+        return None
+
+
+class ImportedAttributeChange(Change):
+    """``attribute`` of module ``module`` set to ``wrap(original)`` as soon as that module is imported: at once
+    if it is already, or else right after it runs, by a finder first on ``sys.meta_path`` (so code importing it
+    later sees the change, and the package never imports the module itself). Reverting removes the finder and
+    puts the original back."""
+
+    def __init__(self, name: str, doc: str, module: str, attribute: str, wrap: Callable):
+        super().__init__(name, doc)
+        self.module, self.attribute, self.wrap = module, attribute, wrap
+        self._finder = _OnImport(module, self._patch)
+        self._patched = None
+
+    def _patch(self, module) -> None:
+        original = getattr(module, self.attribute)
+        setattr(module, self.attribute, self.wrap(original))
+        self._patched = (module, original)
+
+    def _apply(self) -> None:
+        if self.module in sys.modules:
+            self._patch(sys.modules[self.module])
+        else:
+            sys.meta_path.insert(0, self._finder)
+
+    def _revert(self) -> None:
+        if self._finder in sys.meta_path:
+            sys.meta_path.remove(self._finder)
+        if self._patched is not None:
+            module, original = self._patched
+            setattr(module, self.attribute, original)
+            self._patched = None
+
+
+def _nutpie_sampling_on_llvm(original: Callable) -> Callable:
+    """`llvm_backend.nutpie.sample_external_nuts` (imported here, on first use: that module imports this one)."""
+    from llvm_backend.nutpie import sample_external_nuts
+
+    return sample_external_nuts(original)
+
+
 class PowiSymbols(Change):
     """LLVM's process symbol table given the powi builtins the C runtime has and it cannot resolve
     (`llvm_backend.builtins`). LLVM cannot remove a symbol: reverting sets each one added to address 0, which
@@ -284,6 +362,18 @@ CHANGES: tuple[Change, ...] = (
         copyreg.dispatch_table,
         LLVMFunction,
         _pickle_Function,
+    ),
+    ImportedAttributeChange(
+        "pymc_nutpie_on_llvm",
+        """PyMC's ``pymc.sampling.mcmc._sample_external_nuts``, which ``pm.sample`` calls when it picks nutpie (the
+        default once nutpie is installed), is `llvm_backend.nutpie.sample_external_nuts` over it: PyMC drops the
+        mode before nutpie compiles under "NUMBA" by name, so without it ``pm.sample(compile_kwargs={"mode":
+        "LLVM"})`` would sample on stock kernels. When the mode asked for is on our linker, nutpie's compile runs
+        with ``numba_is_llvm()`` open; any other call goes to PyMC's function as it is. Made when PyMC's module
+        is imported; the package does not import PyMC.""",
+        "pymc.sampling.mcmc",
+        "_sample_external_nuts",
+        _nutpie_sampling_on_llvm,
     ),
 )
 """What ``import llvm_backend`` changes, in the order `register` applies them."""

@@ -1,6 +1,7 @@
 """``llvm_backend.process``: every process-wide change of the import is a named, documented `Change`, and
 reverting them all leaves PyTensor, numba and Python as a process that never imported the package."""
 
+import importlib
 import json
 import subprocess
 import sys
@@ -38,6 +39,7 @@ SNAPSHOT = textwrap.dedent(
             "copyreg": {repr(cls): id(f) for cls, f in copyreg.dispatch_table.items()},
             "powi": [llvm.address_of_symbol(name) or 0 for name in ("__powidf2", "__powisf2")],
             "typeof": {f"{cls.__module__}.{cls.__qualname__}": id(f) for cls, f in typeof_impl.registry.items()},
+            "meta_path": [id(finder) for finder in sys.meta_path],
         }
 
     def compiled():
@@ -139,3 +141,42 @@ def test_numba_is_llvm_applies_its_change_while_any_block_is_open():
         assert get_mode("NUMBA") is llvm_backend.LLVM
     assert predefined_modes["NUMBA"] is numba
     assert not process.NUMBA_IS_LLVM.applied
+
+
+def _module(tmp_path, monkeypatch, name):
+    (tmp_path / f"{name}.py").write_text("def f(x):\n    return x + 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, name, raising=False)
+
+
+def _doubled(original):
+    def f(x):
+        return 2 * original(x)
+
+    return f
+
+
+def test_an_imported_attribute_change_waits_for_its_module_and_reverts(tmp_path, monkeypatch):
+    _module(tmp_path, monkeypatch, "later_module")
+    change = process.ImportedAttributeChange("doubled", "f doubled", "later_module", "f", _doubled)
+    finders = list(sys.meta_path)
+    assert change.apply()
+    assert "later_module" not in sys.modules
+    module = importlib.import_module("later_module")
+    assert module.f(1) == 4
+    assert module.__loader__.get_source("later_module").startswith("def f")
+    assert change.revert()
+    assert module.f(1) == 2
+    assert sys.meta_path == finders
+
+
+def test_an_imported_attribute_change_on_a_module_imported_already_applies_at_once(tmp_path, monkeypatch):
+    _module(tmp_path, monkeypatch, "earlier_module")
+    module = importlib.import_module("earlier_module")
+    change = process.ImportedAttributeChange("doubled", "f doubled", "earlier_module", "f", _doubled)
+    finders = list(sys.meta_path)
+    assert change.apply()
+    assert module.f(1) == 4
+    assert sys.meta_path == finders
+    assert change.revert()
+    assert module.f(1) == 2

@@ -1,5 +1,8 @@
 """nutpie and pm.sample with the LLVM mode: real PyMC and nutpie, no mocks."""
 
+import subprocess
+import sys
+
 import numpy as np
 import nutpie
 import pymc as pm
@@ -107,7 +110,6 @@ def test_pm_sample_with_nutpie_under_numba_is_llvm():
 
 
 def test_pm_sample_with_the_llvm_mode_goes_through_the_rewrite_cache(tmp_path, monkeypatch):
-    # PyMC's own NUTS: with nutpie installed, pm.sample picks nutpie, which ignores compile_kwargs.
     monkeypatch.setattr(rewrite_cache.store, "DEFAULT", rewrite_cache.RewriteCache(tmp_path / "rewrites"))
     monkeypatch.delenv("LLVM_BACKEND_REWRITE_CACHE", raising=False)
     before = sum(rewrite_cache.outcomes[k] for k in ("stored", "hit"))
@@ -126,3 +128,69 @@ def test_pm_sample_with_the_llvm_mode_goes_through_the_rewrite_cache(tmp_path, m
     assert idata.posterior.sizes["draw"] == 10
     assert sum(rewrite_cache.outcomes[k] for k in ("stored", "hit")) > before
     assert rewrite_cache.store.DEFAULT.entries()
+
+
+@pytest.fixture
+def nutpie_compiles(monkeypatch):
+    """The models nutpie compiles, as PyMC's ``pm.sample`` calls it (``nutpie.compile_pymc_model``)."""
+    compiled = []
+    original = nutpie.compile_pymc_model
+
+    def spy(*args, **kwargs):
+        compiled.append(original(*args, **kwargs))
+        return compiled[-1]
+
+    monkeypatch.setattr(nutpie, "compile_pymc_model", spy)
+    return compiled
+
+
+@pytest.mark.parametrize(
+    "how", [{"compile_kwargs": {"mode": "LLVM"}}, {"backend": "llvm"}, {"compile_kwargs": {"mode": llvm_backend.LLVM}}]
+)
+def test_pm_sample_asked_for_llvm_samples_with_nutpie_on_our_kernels(nutpie_compiles, how):
+    stock_numba = predefined_modes["NUMBA"]
+    idata = pm.sample(model=eight_schools(), draws=20, tune=20, chains=1, random_seed=1, progressbar=False, **how)
+    (compiled,) = nutpie_compiles
+    assert isinstance(compiled.logp_func.maker.linker, LLVMLinker)
+    assert predefined_modes["NUMBA"] is stock_numba
+    assert idata.posterior.sizes["draw"] == 20
+    assert np.isfinite(idata.posterior["mu"]).all()
+
+
+def test_pm_sample_asked_for_no_mode_samples_with_nutpie_on_stock_kernels(nutpie_compiles):
+    pm.sample(model=eight_schools(), draws=10, tune=10, chains=1, random_seed=1, progressbar=False)
+    (compiled,) = nutpie_compiles
+    assert not isinstance(compiled.logp_func.maker.linker, LLVMLinker)
+
+
+def test_pymc_sampling_is_wrapped_by_the_import_and_unwrapped_by_revert_all():
+    from pymc.sampling import mcmc
+
+    from llvm_backend import process
+
+    wrapped = mcmc._sample_external_nuts
+    assert wrapped.__wrapped__.__module__ == "pymc.sampling.mcmc"
+    try:
+        process.revert_all()
+        assert mcmc._sample_external_nuts is wrapped.__wrapped__
+    finally:
+        llvm_backend.register()
+    assert mcmc._sample_external_nuts.__wrapped__ is wrapped.__wrapped__
+
+
+def test_another_pymc_s_nutpie_call_is_left_as_it_is_with_a_warning():
+    def _sample_external_nuts(sampler, **kwargs):
+        return sampler
+
+    with pytest.warns(RuntimeWarning, match=r"no parameter compile_kwargs, nuts_kwargs.*compile_pymc_model"):
+        assert llvm_backend.nutpie.sample_external_nuts(_sample_external_nuts) is _sample_external_nuts
+
+
+def test_pymc_imported_after_llvm_backend_is_wrapped_too():
+    code = (
+        "import sys, llvm_backend; assert 'pymc' not in sys.modules; import pymc; "
+        "from pymc.sampling import mcmc; print(mcmc._sample_external_nuts.__wrapped__.__module__)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["pymc.sampling.mcmc"]

@@ -6,7 +6,8 @@ seed (``join/vectors_60`` is its first, 60 1-D vectors of 16 on axis 0); the wid
 over N (N outputs ``x_i * 2``, one output summing N sums); full reductions and scalar indexing consumed
 by scalar math; PyMC-shaped logp+gradient graphs, and a 65-parameter regression model whose constant
 400x48 design matrix is used column by column; with the ``pymc`` extra, PyMC models as samplers compile them
-(``llvm_backend_bench.pymc_models``), nutpie timed on them end to end.
+(``llvm_backend_bench.pymc_models``), nutpie timed on them end to end, and four of them against hand-written
+``@njit`` log-densities and gradients (``llvm_backend_bench.pymc_limit``).
 """
 
 import importlib.util
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
-from llvm_backend_bench import references
+from llvm_backend_bench import pymc_limit, references
 from numba.core.registry import CPUDispatcher
 from pytensor.graph.basic import Constant
 from pytensor.graph.traversal import ancestors
@@ -231,9 +232,31 @@ def _pymc_cases() -> list[Case]:
     ]
 
 
+def _pymc_limit_cases() -> list[Case]:
+    """PyMC's graphs beside the references of ``llvm_backend_bench.pymc_limit`` (family ``pymc``: PyMC models)."""
+    return [
+        Case(
+            f"pymc_limit/{name}",
+            "pymc",
+            partial(pymc_limit.limit_graph, name),
+            pymc_limit.REFERENCES[name],
+            partial(pymc_limit.reference_arguments, name),
+            requires="pymc",
+            compile=_pymc_compile,
+        )
+        for name in pymc_limit.LIMIT_MODELS
+    ]
+
+
 CASES: dict[str, Case] = {
     case.name: case
-    for case in _join_cases() + _wide_cases() + _scalar_cases() + _logp_cases() + _model_cases() + _pymc_cases()
+    for case in _join_cases()
+    + _wide_cases()
+    + _scalar_cases()
+    + _logp_cases()
+    + _model_cases()
+    + _pymc_cases()
+    + _pymc_limit_cases()
 }
 QUICK_CASES = tuple(name for name, case in CASES.items() if case.in_quick)
 

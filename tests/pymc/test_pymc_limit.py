@@ -1,0 +1,109 @@
+"""The bench's ``pymc_limit`` family (needs the ``pymc`` extra): its references compute what PyMC does, and it is
+measured through the bench."""
+
+import json
+
+import numpy as np
+import pytest
+from llvm_backend_bench.cases import CASES, FLOOR, MODES, REFERENCE, select_cases
+from llvm_backend_bench.pymc_limit import (
+    CALL_MODES,
+    CHECK_POINTS,
+    CHECK_TOLERANCE,
+    DATA,
+    LIMIT_MODELS,
+    REFERENCES,
+    check_reference,
+    limit_graph,
+    logistic_5p,
+    main,
+    measure_calls,
+    reference_arguments,
+)
+from llvm_backend_bench.pymc_models import pymc_compile
+from llvm_backend_bench.run import run_bench
+
+import llvm_backend  # noqa: F401
+from llvm_backend.tools.measurements import FUNCTION_CALL, NUMBA_CALL
+
+
+@pytest.mark.parametrize("name", LIMIT_MODELS)
+def test_the_reference_returns_pymcs_logp_and_gradient(name):
+    graph = limit_graph(name)
+    expected = pymc_compile(graph, "NUMBA")
+    x0, *data = reference_arguments(name, graph)
+    rng = np.random.default_rng(0)
+    points = [x0, *(x0 + rng.normal(0, 1, size=x0.size) for _ in range(CHECK_POINTS))]
+    for x in points:
+        logp, grad = expected(x)
+        got_logp, got_grad = REFERENCES[name](x, *data)
+        assert isinstance(got_logp, float) and got_grad.shape == x.shape
+        np.testing.assert_allclose(got_logp, logp, rtol=CHECK_TOLERANCE, atol=CHECK_TOLERANCE)
+        np.testing.assert_allclose(got_grad, grad, rtol=CHECK_TOLERANCE, atol=CHECK_TOLERANCE)
+
+
+def test_the_graph_is_what_logp_dlogp_function_computes_for_the_logistic_model():
+    logp_dlogp = logistic_5p().logp_dlogp_function(mode="NUMBA", ravel_inputs=True)
+    logp_dlogp.set_extra_values({})
+    graph = limit_graph("logistic_5p")
+    assert [v.name for v in logistic_5p().value_vars] == ["intercept", "beta"] and graph.values[0].shape == (6,)
+    for got, want in zip(pymc_compile(graph, "NUMBA")(*graph.values), logp_dlogp(graph.values[0]), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_a_wrong_reference_fails_the_check_loudly(monkeypatch):
+    graph = limit_graph("eight_schools")
+    y, sigma = DATA["eight_schools"]()
+    monkeypatch.setitem(DATA, "eight_schools", lambda: (y, sigma * (1 + 1e-9)))
+    with pytest.raises(AssertionError, match="the @njit reference of eight_schools disagrees"):
+        check_reference("eight_schools", graph)
+
+
+def test_the_family_is_registered_and_its_cases_build():
+    cases = select_cases(pattern="^pymc_limit/")
+    assert [c.name for c in cases] == [f"pymc_limit/{name}" for name in LIMIT_MODELS]
+    for case in cases:
+        assert case.requires == "pymc" and case.reference is not None
+        graph = case.build()
+        assert len(graph.inputs) == 1 and len(graph.outputs) == 2
+        x, *_ = case.reference_args(graph)
+        assert x is graph.values[0]
+
+
+def test_the_reference_allocates_its_gradient_only():
+    from llvm_backend.tools.measure import nrt_allocations_per_call
+
+    for name in LIMIT_MODELS:
+        args = reference_arguments(name, limit_graph(name))
+        unboxed = sum(isinstance(a, np.ndarray) for a in args)
+        assert nrt_allocations_per_call(lambda args=args, name=name: REFERENCES[name](*args)) == unboxed + 1
+
+
+def test_a_quick_bench_run_measures_every_mode_and_the_reference():
+    run = run_bench([CASES["pymc_limit/logistic_5p"]], quick=True, progress=lambda _: None)
+    assert [r.mode for r in run.results] == [*MODES, REFERENCE, FLOOR]
+    assert run.cases["pymc_limit/logistic_5p"]["family"] == "pymc"
+
+
+def test_the_calls_are_measured_against_the_reference():
+    measured, description = measure_calls("eight_schools", rounds=1, progress=lambda _: None)
+    labels = [REFERENCE, *(f"{mode} {call}" for mode in CALL_MODES for call in ("jit_fn", "Function"))]
+    assert [m.mode for m in measured] == labels and "eight_schools" in description
+    for m in measured:
+        assert m.us_per_call > 0
+        assert m.timed == (FUNCTION_CALL if m.mode.endswith("Function") else NUMBA_CALL)
+        assert (m.allocs_per_call is not None) == (m.timed == NUMBA_CALL)
+        assert (m.kernel_ir_instructions is not None) == (m.mode == REFERENCE)
+    reference = measured[0]
+    assert reference.net_allocs_per_call == 1  # the gradient
+
+
+def test_the_command_prints_the_table_and_writes_json(tmp_path, capsys):
+    out = tmp_path / "calls.json"
+    assert main(["--model", "eight_schools", "--rounds", "1", "--json", str(out)]) == 0
+    table = capsys.readouterr().out
+    assert "| pymc_limit/eight_schools | LLVM jit_fn |" in table and "| pymc_limit/eight_schools | @njit |" in table
+    payload = json.loads(out.read_text())
+    assert set(payload) == {"versions", "footnote", "cases", "results"}
+    assert list(payload["cases"]) == ["pymc_limit/eight_schools"]
+    assert {row["graph"] for row in payload["results"]} == {"pymc_limit/eight_schools"}

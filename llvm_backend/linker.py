@@ -101,15 +101,14 @@ STAR_ARGS_LIMIT = 1000
 does ours."""
 
 
-def graph_entry(graph: GraphSource, fgraph, graph_fn):
+def graph_entry(fgraph, typed):
     """PyTensor's contract for a Numba-linked function's ``vm.jit_fn``: a numba dispatcher taking the values
     of the graph's inputs and returning its outputs, callable from Python and from nopython code (nutpie
     calls it inside a ``numba.cfunc``). Like stock's, it takes ``*args`` (up to `STAR_ARGS_LIMIT` inputs), so a
     wrong number of arguments is numba's ``TypingError``, and it is compiled again for arguments of new types:
     those of the graph's input types run `typed_entry`; any other (a float32 array for a float64 input, a
     Python float for a 0-d one) runs stock's graph function of the same graph, which computes as stock does
-    on them (`typed_or_stock`)."""
-    typed = typed_entry(graph, len(fgraph.inputs), graph_fn)
+    on them (`typed_or_stock`). ``typed`` is the graph's `typed_entry`."""
     if len(fgraph.inputs) > STAR_ARGS_LIMIT:
         return numba_njit(typed.py_func, final_function=True)
     env = {"llvm_graph_call": typed_or_stock(fgraph, typed)}
@@ -196,8 +195,9 @@ class LLVMLinker(NumbaLinker):
     The graph function's parameters (``GraphSource``) are the inputs it takes directly, its array packs (a
     `PackCell` each) and the constants numba could only embed as dynamic globals, which are passed as
     trailing arguments so the function stays cacheable on disk. The thunk it makes carries the graph
-    function (``graph_fn``), its `GraphSource` (``graph_source``) and the call of it on the current inputs that
-    it makes (``call_graph``, `graph_caller`), and PyTensor exposes them on ``fn.vm``.
+    function (``graph_fn``), its `GraphSource` (``graph_source``), the call of it on the current inputs that
+    it makes (``call_graph``, `graph_caller`) and the graph's `typed_entry` (``typed_entry``, what ``jit_fn``
+    runs on arguments of the graph's input types), and PyTensor exposes them on ``fn.vm``.
     """
 
     required_rewrites = (*NumbaLinker.required_rewrites, REWRITE_TAG)
@@ -263,4 +263,5 @@ class LLVMLinker(NumbaLinker):
         thunk.graph_fn = graph_fn
         thunk.call_graph = call_graph
         thunk.graph_source = converted.graph
-        return [thunk], output_nodes, graph_entry(converted.graph, fgraph, graph_fn)
+        thunk.typed_entry = typed_entry(converted.graph, len(fgraph.inputs), graph_fn)
+        return [thunk], output_nodes, graph_entry(fgraph, thunk.typed_entry)

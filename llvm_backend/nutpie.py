@@ -1,8 +1,10 @@
 """nutpie with the LLVM mode's kernels.
 
 nutpie compiles a PyMC model's log-density and gradient with PyTensor's mode "NUMBA", which it names itself
-and offers no argument to change; it then calls the function's ``vm.jit_fn`` from a ``numba.cfunc``. Two
-entry points make that compile use the LLVM mode::
+and offers no argument to change; it then calls the function's ``vm.jit_fn`` from a ``numba.cfunc`` compiled in
+every process. `compile_pymc_model` compiles the graphs with the LLVM mode and emits the two C entry points
+nutpie calls itself (`llvm_backend_intrinsics.nutpie`); `numba_is_llvm` makes any compile under "NUMBA" use the
+LLVM mode::
 
     import llvm_backend.nutpie
 
@@ -17,23 +19,31 @@ compile that asks for "NUMBA" by name, in any thread, gets the LLVM mode. When t
 exits, "NUMBA" is PyTensor's own mode again.
 
 ``pm.sample(model=model, compile_kwargs={"mode": "LLVM"})`` (or ``backend="LLVM"``) needs neither: when PyMC
-picks nutpie for it, `sample_external_nuts` opens `numba_is_llvm` around PyMC's nutpie call
-(``pymc_nutpie_on_llvm`` in ``llvm_backend.process``).
+picks nutpie for it, `sample_external_nuts` marks the call (`SAMPLING_ON_LLVM`) and opens `numba_is_llvm` around
+it, and nutpie's ``compile_pymc_model``, called by PyMC inside, is `compile_pymc_model` for a call so marked
+(`nutpie_compile`; ``pymc_nutpie_on_llvm`` and ``nutpie_compile_on_llvm`` in ``llvm_backend.process``).
 """
 
+import contextvars
 import functools
 import inspect
 import threading
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from uuid import uuid4
 
+import numpy as np
 from pytensor.compile.mode import get_mode
 
 from llvm_backend.linker import LLVMLinker
 from llvm_backend.process import NUMBA_IS_LLVM
 
-__all__ = ["compile_pymc_model", "numba_is_llvm", "sample_external_nuts"]
+__all__ = ["SAMPLING_ON_LLVM", "compile_pymc_model", "numba_is_llvm", "nutpie_compile", "sample_external_nuts"]
+
+SAMPLING_ON_LLVM = contextvars.ContextVar("llvm_backend_sampling_on_llvm", default=False)
+"""True within a ``pm.sample`` call that asked for a mode on our linker and picked nutpie (`sample_external_nuts`),
+in the thread (the context) making it."""
 
 SAMPLE_PARAMETERS = ("sampler", "compile_kwargs", "nuts_kwargs")
 """The parameters of PyMC's ``_sample_external_nuts`` that `sample_external_nuts` reads (PyMC 6.4's)."""
@@ -62,26 +72,143 @@ def numba_is_llvm() -> Iterator[None]:
                 NUMBA_IS_LLVM.revert()
 
 
-def compile_pymc_model(model, **kwargs):
-    """``nutpie.compile_pymc_model(model, backend="numba", **kwargs)`` with the LLVM mode's kernels.
+NUTPIE_INTERNALS = {
+    "_make_functions": ("model", "mode", "compute_grad", "join_expanded", "pymc_initial_point_fn", "var_names"),
+    "make_user_data": ("shared_var_keys", "shared_data"),
+    "_prepare_dims_and_coords": ("model", "shape_info", "reparameterized_names"),
+    "_wrap_with_lock": ("func",),
+    "CompiledPyMCModel": ("compiled_logp_func", "compiled_expand_func", "user_data", "shared_data"),
+}
+"""What `compile_pymc_model` uses of ``nutpie.compile_pymc`` (nutpie 0.16's), and the parameters it passes."""
 
-    Raises ``RuntimeError`` naming the installed nutpie when its compile did not go through our linker (a nutpie
-    that no longer compiles under PyTensor's "NUMBA" mode by name).
-    """
+
+def _nutpie_internals():
+    """``nutpie.compile_pymc``, once it is checked to have `NUTPIE_INTERNALS`: the one seam on nutpie's
+    internals, failing with a ``RuntimeError`` naming the installed nutpie."""
     import nutpie
+    from nutpie import compile_pymc
 
-    if kwargs.setdefault("backend", "numba") != "numba":
-        raise ValueError(f"llvm_backend.nutpie compiles with nutpie's numba backend, not {kwargs['backend']!r}")
-    with numba_is_llvm():
-        compiled = nutpie.compile_pymc_model(model, **kwargs)
-    linker = getattr(getattr(getattr(compiled, "logp_func", None), "maker", None), "linker", None)
-    if not isinstance(linker, LLVMLinker):
-        raise RuntimeError(
-            f"nutpie {nutpie.__version__} did not compile the model under PyTensor's 'NUMBA' mode by name "
-            f"(its logp function's linker is {type(linker).__name__}), so llvm_backend cannot give it the LLVM "
-            "mode; use nutpie.compile_pymc_model directly"
+    for name, parameters in NUTPIE_INTERNALS.items():
+        found = getattr(compile_pymc, name, None)
+        missing = [] if found is None else [p for p in parameters if p not in inspect.signature(found).parameters]
+        if found is None or missing:
+            raise RuntimeError(
+                f"llvm_backend.nutpie.compile_pymc_model does not know nutpie {nutpie.__version__}: its "
+                f"nutpie.compile_pymc.{name} is {'missing' if found is None else f'without {missing}'}; use "
+                "nutpie.compile_pymc_model inside llvm_backend.nutpie.numba_is_llvm()"
+            )
+    return compile_pymc
+
+
+def _shared_slots(fn, user_data, keys: dict) -> list:
+    """Where each shared input of ``fn`` lies in nutpie's record ``user_data`` (`SharedSlot`)."""
+    from llvm_backend_intrinsics.nutpie import SharedSlot
+
+    shared = user_data.dtype["shared"]
+    base = user_data.dtype.fields["shared"][1]
+    data, shape = (base + shared.fields[part][1] for part in ("data", "shape"))
+    slots = []
+    for var in fn.get_shared():
+        key = keys[var]
+        slots.append(
+            SharedSlot(
+                data + shared["data"].fields[key][1],
+                shape + shared["shape"].fields[key][1],
+                var.type.ndim,
+                var.type.numpy_dtype,
+            )
         )
-    return compiled
+    return slots
+
+
+def _graph_overload(fn, slots: list):
+    """The compiled code of ``fn``'s `typed_entry` for nutpie's arguments: ``x`` and the shared arrays, C
+    contiguous (compiled now, or found compiled)."""
+    from numba.core import types
+
+    signature = (types.Array(types.float64, 1, "C"), *(slot.numba_type for slot in slots))
+    typed = fn.vm.typed_entry
+    typed.compile(signature)
+    return typed.overloads[signature]
+
+
+def compile_pymc_model(
+    model,
+    *,
+    backend="numba",
+    gradient_backend="pytensor",
+    initial_points=None,
+    jitter_rvs=None,
+    default_initialization_strategy="support_point",
+    var_names=None,
+    freeze_model=None,
+):
+    """``nutpie.compile_pymc_model(model, backend="numba", ...)`` on the LLVM mode: its log density, gradient
+    and expansion compiled by the LLVM mode, and the two C entry points nutpie calls emitted by us
+    (`llvm_backend_intrinsics.nutpie`), not compiled as ``numba.cfunc`` functions. The arguments are nutpie's, less
+    the ``numba.cfunc`` options it passes on. ``with_data`` keeps working: the entry points read the shared
+    data through nutpie's record, as nutpie's do.
+
+    Raises ``RuntimeError`` naming the installed nutpie when its internals are not those this was written
+    against (`NUTPIE_INTERNALS`).
+    """
+    from pymc.initial_point import make_initial_point_fn
+    from pymc.model.transform.optimization import freeze_dims_and_data
+
+    from llvm_backend.mode import LLVM
+    from llvm_backend_intrinsics.nutpie import expand_entry, logp_entry
+
+    if backend != "numba":
+        raise ValueError(f"llvm_backend.nutpie compiles with nutpie's numba backend, not {backend!r}")
+    if gradient_backend != "pytensor":
+        raise ValueError(f"the numba backend computes gradients with pytensor, not {gradient_backend!r}")
+    compile_pymc = _nutpie_internals()
+    if freeze_model:
+        model = freeze_dims_and_data(model)
+    if default_initialization_strategy == "support_point" and jitter_rvs is None:
+        jitter_rvs = set(model.free_RVs)
+    initial_point_fn = compile_pymc._wrap_with_lock(
+        make_initial_point_fn(
+            model=model,
+            overrides=initial_points,
+            default_strategy=default_initialization_strategy,
+            jitter_rvs=jitter_rvs,
+            return_transformed=True,
+        )
+    )
+    n_dim, n_expanded, logp_fn, expand_fn, initial_point, shape_info, reparameterized = compile_pymc._make_functions(
+        model,
+        mode=LLVM,
+        compute_grad=True,
+        join_expanded=True,
+        pymc_initial_point_fn=initial_point_fn,
+        var_names=var_names,
+    )
+    keys, shared_data = {}, {}
+    for var in dict.fromkeys([*logp_fn.get_shared(), *expand_fn.get_shared()]):
+        keys[var] = uuid4().hex
+        shared_data[keys[var]] = np.array(var.get_value(), order="C", copy=True)
+        shared_data[keys[var]].flags.writeable = False
+    user_data = compile_pymc.make_user_data(keys, shared_data)
+    logp_slots, expand_slots = _shared_slots(logp_fn, user_data, keys), _shared_slots(expand_fn, user_data, keys)
+    dims, coords = compile_pymc._prepare_dims_and_coords(model, shape_info, reparameterized)
+    return compile_pymc.CompiledPyMCModel(
+        _n_dim=n_dim,
+        dims=dims,
+        _coords=coords,
+        _shapes={name: tuple(shape) for name, _, shape in zip(*shape_info, strict=True)},
+        compiled_logp_func=logp_entry(_graph_overload(logp_fn, logp_slots), n_dim, logp_slots),
+        compiled_expand_func=expand_entry(_graph_overload(expand_fn, expand_slots), n_dim, n_expanded, expand_slots),
+        initial_point_func=initial_point,
+        shared_data=shared_data,
+        shared_var_keys=keys,
+        user_data=user_data,
+        n_expanded=n_expanded,
+        shape_info=shape_info,
+        logp_func=logp_fn,
+        expand_func=expand_fn,
+        reparameterized_names=reparameterized,
+    )
 
 
 def _asks_for_llvm(arguments: dict) -> bool:
@@ -119,8 +246,28 @@ def sample_external_nuts(original: Callable) -> Callable:
     def sample(*args, **kwargs):
         arguments = signature.bind(*args, **kwargs).arguments
         if arguments["sampler"] == "nutpie" and _asks_for_llvm(arguments):
-            with numba_is_llvm():
-                return original(*args, **kwargs)
+            marked = SAMPLING_ON_LLVM.set(True)
+            try:
+                with numba_is_llvm():
+                    return original(*args, **kwargs)
+            finally:
+                SAMPLING_ON_LLVM.reset(marked)
         return original(*args, **kwargs)
 
     return sample
+
+
+def nutpie_compile(original: Callable) -> Callable:
+    """nutpie's ``compile_pymc_model``, which is `compile_pymc_model` when called within a ``pm.sample`` call
+    that asked for LLVM (`SAMPLING_ON_LLVM`) with only the arguments ours takes; any other call, and one passing
+    nutpie's ``numba.cfunc`` options, is nutpie's own (inside such a ``pm.sample``, on our kernels still:
+    `numba_is_llvm` is open)."""
+    ours = inspect.signature(compile_pymc_model).parameters
+
+    @functools.wraps(original)
+    def compile(model, **kwargs):
+        if SAMPLING_ON_LLVM.get() and kwargs.keys() <= ours.keys():
+            return compile_pymc_model(model, **kwargs)
+        return original(model, **kwargs)
+
+    return compile

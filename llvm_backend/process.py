@@ -255,6 +255,13 @@ def _nutpie_sampling_on_llvm(original: Callable) -> Callable:
     return sample_external_nuts(original)
 
 
+def _nutpie_compile_on_llvm(original: Callable) -> Callable:
+    """`llvm_backend.nutpie.nutpie_compile` (imported on first use, as `_nutpie_sampling_on_llvm`)."""
+    from llvm_backend.nutpie import nutpie_compile
+
+    return nutpie_compile(original)
+
+
 class PowiSymbols(Change):
     """LLVM's process symbol table given the powi builtins the C runtime has and it cannot resolve
     (`llvm_backend.builtins`). LLVM cannot remove a symbol: reverting sets each one added to address 0, which
@@ -374,6 +381,17 @@ CHANGES: tuple[Change, ...] = (
         "pymc.sampling.mcmc",
         "_sample_external_nuts",
         _nutpie_sampling_on_llvm,
+    ),
+    ImportedAttributeChange(
+        "nutpie_compile_on_llvm",
+        """nutpie's ``nutpie.compile_pymc_model`` is `llvm_backend.nutpie.nutpie_compile` over it: within a
+        ``pm.sample`` call that asked for LLVM (marked by ``pymc_nutpie_on_llvm``, in the calling thread's
+        context), PyMC's call of it compiles with `llvm_backend.nutpie.compile_pymc_model`, whose entry points
+        are ours, not two ``numba.cfunc`` functions compiled in every process. Every other call is nutpie's own. Made
+        when nutpie is imported; the package does not import nutpie.""",
+        "nutpie",
+        "compile_pymc_model",
+        _nutpie_compile_on_llvm,
     ),
 )
 """What ``import llvm_backend`` changes, in the order `register` applies them."""

@@ -1,5 +1,6 @@
 """nutpie and pm.sample with the LLVM mode: real PyMC and nutpie, no mocks."""
 
+import ctypes
 import subprocess
 import sys
 
@@ -15,6 +16,7 @@ import llvm_backend.nutpie
 from llvm_backend import rewrite_cache
 from llvm_backend.linker import LLVMLinker
 from llvm_backend.tools.testing import assert_same_result
+from llvm_backend_intrinsics.nutpie import NutpieEntry
 
 
 def separate_scalars(n=41):
@@ -70,6 +72,35 @@ def _logp_and_grad(compiled, point):
     return fn.vm.jit_fn(point, *shared)
 
 
+DOUBLES = ctypes.POINTER(ctypes.c_double)
+LOGP = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_uint64, DOUBLES, DOUBLES, DOUBLES, ctypes.c_void_p)
+EXPAND = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_uint64, ctypes.c_uint64, DOUBLES, DOUBLES, ctypes.c_void_p)
+
+
+def _pointer(array):
+    return array.ctypes.data_as(DOUBLES)
+
+
+def c_logp(compiled, point, dim=None):
+    """What nutpie gets from the model's logp entry point at ``point``: (return code, log density, gradient)."""
+    point = np.ascontiguousarray(point, dtype="float64")
+    grad, logp = np.full(compiled.n_dim, np.nan), np.full((), np.nan)
+    entry = LOGP(compiled.compiled_logp_func.address)
+    dim = compiled.n_dim if dim is None else dim
+    code = entry(dim, _pointer(point), _pointer(grad), _pointer(logp), compiled.user_data.ctypes.data)
+    return code, float(logp), grad
+
+
+def c_expand(compiled, point, n_expanded=None):
+    """What nutpie gets from the model's expand entry point at ``point``: (return code, expanded values)."""
+    point = np.ascontiguousarray(point, dtype="float64")
+    out = np.full(compiled.n_expanded, np.nan)
+    entry = EXPAND(compiled.compiled_expand_func.address)
+    n_expanded = compiled.n_expanded if n_expanded is None else n_expanded
+    code = entry(compiled.n_dim, n_expanded, _pointer(point), _pointer(out), compiled.user_data.ctypes.data)
+    return code, out
+
+
 @pytest.mark.parametrize("name", list(MODELS))
 def test_nutpie_compiles_and_samples_under_llvm(name):
     model = MODELS[name]()
@@ -86,6 +117,13 @@ def test_nutpie_compiles_and_samples_under_llvm(name):
         assert len(got) == len(want)
         for k, (a, b) in enumerate(zip(got, want, strict=True)):
             assert_same_result(a, b, f"{name}: output {k} at {point}", rtol=1e-9)
+        (code, logp, grad), (stock_code, stock_logp, stock_grad) = c_logp(compiled, point), c_logp(reference, point)
+        assert code == stock_code == 0
+        np.testing.assert_allclose(logp, stock_logp, rtol=1e-9)
+        np.testing.assert_allclose(grad, stock_grad, rtol=1e-9, atol=1e-12)
+        (code, values), (stock_code, stock_values) = c_expand(compiled, point), c_expand(reference, point)
+        assert code == stock_code == 0
+        np.testing.assert_allclose(values, stock_values, rtol=1e-12)
     trace = nutpie.sample(compiled, draws=30, tune=30, chains=1, progress_bar=False, seed=1)
     assert trace.posterior.sizes["draw"] == 30
     assert all(np.isfinite(trace.posterior[var]).all() for var in trace.posterior.data_vars)
@@ -152,7 +190,10 @@ def test_pm_sample_asked_for_llvm_samples_with_nutpie_on_our_kernels(nutpie_comp
     idata = pm.sample(model=eight_schools(), draws=20, tune=20, chains=1, random_seed=1, progressbar=False, **how)
     (compiled,) = nutpie_compiles
     assert isinstance(compiled.logp_func.maker.linker, LLVMLinker)
+    assert isinstance(compiled.compiled_logp_func, NutpieEntry)
+    assert isinstance(compiled.compiled_expand_func, NutpieEntry)
     assert predefined_modes["NUMBA"] is stock_numba
+    assert not llvm_backend.nutpie.SAMPLING_ON_LLVM.get()
     assert idata.posterior.sizes["draw"] == 20
     assert np.isfinite(idata.posterior["mu"]).all()
 
@@ -161,6 +202,22 @@ def test_pm_sample_asked_for_no_mode_samples_with_nutpie_on_stock_kernels(nutpie
     pm.sample(model=eight_schools(), draws=10, tune=10, chains=1, random_seed=1, progressbar=False)
     (compiled,) = nutpie_compiles
     assert not isinstance(compiled.logp_func.maker.linker, LLVMLinker)
+    assert not isinstance(compiled.compiled_logp_func, NutpieEntry)
+
+
+def test_pm_sample_asked_for_llvm_with_numba_cfunc_options_compiles_nutpie_s_way_on_our_kernels(nutpie_compiles):
+    pm.sample(
+        model=eight_schools(),
+        draws=10,
+        tune=10,
+        chains=1,
+        random_seed=1,
+        progressbar=False,
+        compile_kwargs={"mode": "LLVM", "error_model": "numpy"},
+    )
+    (compiled,) = nutpie_compiles
+    assert isinstance(compiled.logp_func.maker.linker, LLVMLinker)
+    assert not isinstance(compiled.compiled_logp_func, NutpieEntry)
 
 
 def test_pymc_sampling_is_wrapped_by_the_import_and_unwrapped_by_revert_all():
@@ -194,3 +251,37 @@ def test_pymc_imported_after_llvm_backend_is_wrapped_too():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.split() == ["pymc.sampling.mcmc"]
+
+
+def test_the_entry_points_return_nutpie_s_codes_as_nutpie_s_own_do():
+    model = many_data_containers()
+    ours, stock = llvm_backend.nutpie.compile_pymc_model(model), nutpie.compile_pymc_model(model, backend="numba")
+    point = np.full(ours.n_dim, 0.3)
+    for compiled in (ours, stock):
+        assert c_logp(compiled, point, dim=ours.n_dim + 1)[0] == -1
+        assert c_expand(compiled, point, n_expanded=ours.n_expanded + 1)[0] == -1
+        assert c_logp(compiled, np.full(ours.n_dim, np.nan))[0] == 3
+    assert c_logp(ours, np.full(ours.n_dim, 1e200))[0] == c_logp(stock, np.full(ours.n_dim, 1e200))[0] != 0
+    shorter = {"d0": np.ones(5)}  # broadcast against 4 observations: the graph raises
+    assert c_logp(ours.with_data(**shorter), point)[0] == c_logp(stock.with_data(**shorter), point)[0] == 1
+    assert c_expand(ours.with_data(**shorter), point)[0] == 0
+
+
+def test_the_entry_points_read_new_data_through_with_data():
+    model = many_data_containers()
+    ours, stock = llvm_backend.nutpie.compile_pymc_model(model), nutpie.compile_pymc_model(model, backend="numba")
+    new = {f"d{i}": np.full(4, 0.1 * i) for i in range(3)}
+    ours, stock = ours.with_data(**new), stock.with_data(**new)
+    point = np.array([0.7])
+    (code, logp, grad), (stock_code, stock_logp, stock_grad) = c_logp(ours, point), c_logp(stock, point)
+    assert code == stock_code == 0
+    np.testing.assert_allclose([logp, *grad], [stock_logp, *stock_grad], rtol=1e-12)
+    assert logp != c_logp(llvm_backend.nutpie.compile_pymc_model(model), point)[1]
+
+
+def test_a_nutpie_without_the_internals_used_is_named_in_the_error(monkeypatch):
+    from nutpie import compile_pymc
+
+    monkeypatch.delattr(compile_pymc, "make_user_data")
+    with pytest.raises(RuntimeError, match=rf"nutpie {nutpie.__version__}.*make_user_data is missing"):
+        llvm_backend.nutpie.compile_pymc_model(eight_schools())

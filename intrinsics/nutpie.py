@@ -1,0 +1,233 @@
+"""nutpie's two C entry points, emitted with llvmlite over a numba function's compiled code: no numba typing.
+
+nutpie samples by calling two C functions through their addresses, from its own (Rust) threads:
+
+- logp: ``int64 (uint64 dim, double *x, double *grad, double *logp, void *user_data)``;
+- expand: ``int64 (uint64 dim, uint64 n_expanded, double *x, double *out, void *user_data)``.
+
+``user_data`` points at nutpie's record of the model's shared data (one numpy record of the addresses, sizes and
+shapes of every shared array, which ``CompiledPyMCModel.with_data`` rewrites). nutpie's own entry points are two
+``numba.cfunc``\\ s compiled in every process (their closure holds the dispatcher and the data, so numba caches
+neither): typing them, and the graph call and the array copies in them, cost a warm process of eight schools
+seconds. Here each is a few basic blocks: the graph's arrays built on the stack from ``x`` and the record, a call
+of the graph's entry (a numba function of the graph's input types) through the address of its code, and a
+loop copying its outputs out, with nutpie's return codes: -1 for a wrong ``dim`` or ``n_expanded``, 1 (logp)
+or -2 (expand) when the graph raised, 3 for a gradient that is not finite, 4 for a log density that is not.
+
+The graph's exception info, when it raised, is dropped: numba allocates one only for an exception whose
+message it formats at run time, which the graph functions raise only for a shape or index out of bounds.
+"""
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+from llvmlite import ir
+from numba.core import cgutils, types
+from numba.core.compiler_lock import global_compiler_lock
+from numba.core.registry import cpu_target
+from numba.core.runtime import rtsys
+from numba.np.numpy_support import from_dtype
+
+from llvm_backend_intrinsics.abi import excinfo_slot, function_type, return_slot
+
+__all__ = ["NutpieEntry", "SharedSlot", "expand_entry", "logp_entry"]
+
+I64 = ir.IntType(64)
+DOUBLE = ir.DoubleType()
+VOIDPTR = ir.IntType(8).as_pointer()
+
+
+@dataclass(frozen=True)
+class SharedSlot:
+    """Where one shared array lies in nutpie's record: the byte offsets of its data address (``uintp``) and of
+    its shape (``ndim`` unsigned 64-bit integers), and its dtype."""
+
+    data_offset: int
+    shape_offset: int
+    ndim: int
+    dtype: np.dtype
+
+    @property
+    def numba_type(self) -> types.Array:
+        return types.Array(from_dtype(self.dtype), self.ndim, "C")
+
+
+@dataclass(frozen=True)
+class NutpieEntry:
+    """A compiled entry point: its ``address`` (what nutpie calls), the code library holding it (kept alive
+    with it) and the entry of the graph it calls, whose code must outlive it too."""
+
+    address: int
+    library: object
+    callee: object
+
+
+@functools.cache
+def _context():
+    """numba's CPU target context with its runtime enabled (as ``@njit`` compiles), for the outputs' decrefs."""
+    return cpu_target.target_context.subtarget(enable_nrt=True)
+
+
+def _field(builder, base, offset: int, ty: ir.Type) -> ir.Value:
+    return builder.load(builder.bitcast(builder.gep(base, [I64(offset)]), ty.as_pointer()))
+
+
+def _array(context, builder, aryty: types.Array, data, shape: list) -> ir.Value:
+    """A C-contiguous array of ``aryty`` over ``data`` (owned by the caller: no meminfo) of ``shape``."""
+    itemsize = context.get_abi_sizeof(context.get_data_type(aryty.dtype))
+    strides, stride = [], I64(itemsize)
+    for extent in reversed(shape):
+        strides.insert(0, stride)
+        stride = builder.mul(stride, extent)
+    array = context.make_array(aryty)(context, builder)
+    context.populate_array(
+        array,
+        data=builder.bitcast(data, array.data.type),
+        shape=cgutils.pack_array(builder, shape, I64),
+        strides=cgutils.pack_array(builder, strides, I64),
+        itemsize=I64(itemsize),
+        meminfo=None,
+    )
+    return array._getvalue()
+
+
+def _arguments(context, builder, x, n_dim: int, user_data, shared: list[SharedSlot]) -> list:
+    x_array = _array(context, builder, types.Array(types.float64, 1, "C"), x, [I64(n_dim)])
+    arrays = [x_array]
+    for slot in shared:
+        data = builder.inttoptr(_field(builder, user_data, slot.data_offset, I64), VOIDPTR)
+        shape = [_field(builder, user_data, slot.shape_offset + 8 * k, I64) for k in range(slot.ndim)]
+        arrays.append(_array(context, builder, slot.numba_type, data, shape))
+    return arrays
+
+
+def _is_finite(builder, value) -> ir.Value:
+    fabs = builder.module.declare_intrinsic("llvm.fabs", [DOUBLE])
+    return builder.fcmp_ordered("<", builder.call(fabs, [value]), DOUBLE(np.inf))
+
+
+def _call_graph(context, builder, callee, arguments, on_error: int):
+    """The graph entry's outputs, or a return of ``on_error`` when it raised."""
+    fndesc = callee.fndesc
+    address = callee.library.get_pointer_to_function(fndesc.llvm_func_name)
+    pointer = builder.inttoptr(I64(address), function_type(context, fndesc.restype, fndesc.argtypes).as_pointer())
+    returned, excinfo = return_slot(context, builder, fndesc.restype), excinfo_slot(builder)
+    flat = context.get_arg_packer(fndesc.argtypes).as_arguments(builder, arguments)
+    code = builder.call(pointer, [returned, excinfo, *flat])
+    status = context.call_conv._get_return_status(builder, code, builder.load(excinfo))
+    with builder.if_then(status.is_error, likely=False):
+        builder.ret(I64(on_error))
+    return context.get_returned_value(builder, fndesc.restype, builder.load(returned))
+
+
+def _copy_out(context, builder, aryty, value, out, count: int, release, on_error: int, finite_flag=None) -> None:
+    """Copy the ``count`` elements of the float64 vector ``value`` into ``out``, or, if it has another length,
+    ``release()`` the outputs and return ``on_error``; with ``finite_flag`` (an i1 alloca), clear it where an
+    element is not finite."""
+    array = context.make_array(aryty)(context, builder, value=value)
+    length = cgutils.unpack_tuple(builder, array.shape, 1)[0]
+    with builder.if_then(builder.icmp_signed("!=", length, I64(count)), likely=False):
+        release()
+        builder.ret(I64(on_error))
+    stride = cgutils.unpack_tuple(builder, array.strides, 1)[0]
+    base = builder.ptrtoint(array.data, I64)
+    with cgutils.for_range(builder, I64(count)) as loop:
+        address = builder.add(base, builder.mul(loop.index, stride))
+        element = builder.load(builder.inttoptr(address, DOUBLE.as_pointer()))
+        builder.store(element, builder.gep(out, [loop.index]))
+        if finite_flag is not None:
+            builder.store(builder.and_(builder.load(finite_flag), _is_finite(builder, element)), finite_flag)
+
+
+def _scalar(context, builder, ty, value) -> ir.Value:
+    if isinstance(ty, types.Array):
+        return builder.load(context.make_array(ty)(context, builder, value=value).data)
+    return value
+
+
+def _check_vector(ty, what: str) -> None:
+    if not (isinstance(ty, types.Array) and ty.ndim == 1 and ty.dtype == types.float64):
+        raise TypeError(f"nutpie's {what} must be a float64 vector, the graph's is {ty}")
+
+
+@global_compiler_lock
+def _finish(context, module, name: str, callee) -> NutpieEntry:
+    library = context.codegen().create_library(name)
+    library.add_ir_module(module)
+    library.add_linking_library(rtsys.library)
+    library.finalize()
+    return NutpieEntry(library.get_pointer_to_function(name), library, callee)
+
+
+def logp_entry(callee, n_dim: int, shared: list[SharedSlot]) -> NutpieEntry:
+    """nutpie's logp entry point over ``callee`` (the compiled overload of a numba function taking ``x`` and the
+    ``shared`` arrays, returning the log density, a float64 or 0-d float64 array, and the gradient)."""
+    context = _context()
+    restype = callee.fndesc.restype
+    if not (isinstance(restype, types.BaseTuple) and len(restype) == 2):
+        raise TypeError(f"nutpie's logp graph must return the log density and the gradient, not {restype}")
+    logp_type, grad_type = restype
+    if not (
+        logp_type == types.float64
+        or (isinstance(logp_type, types.Array) and logp_type.ndim == 0 and logp_type.dtype == types.float64)
+    ):
+        raise TypeError(f"nutpie's log density must be a float64, the graph's is {logp_type}")
+    _check_vector(grad_type, "gradient")
+    module = context.create_module("nutpie_logp")
+    function = ir.Function(
+        module,
+        ir.FunctionType(I64, [I64, DOUBLE.as_pointer(), DOUBLE.as_pointer(), DOUBLE.as_pointer(), VOIDPTR]),
+        "nutpie_logp",
+    )
+    dim, x, grad, logp, user_data = function.args
+    builder = ir.IRBuilder(function.append_basic_block("entry"))
+    with builder.if_then(builder.icmp_unsigned("!=", dim, I64(n_dim)), likely=False):
+        builder.ret(I64(-1))
+    outputs = _call_graph(context, builder, callee, _arguments(context, builder, x, n_dim, user_data, shared), 1)
+    logp_value, grad_value = (builder.extract_value(outputs, k) for k in range(2))
+    value = _scalar(context, builder, logp_type, logp_value)
+    builder.store(value, logp)
+    finite = cgutils.alloca_once_value(builder, ir.IntType(1)(1))
+
+    def release():
+        context.nrt.decref(builder, restype, outputs)
+
+    _copy_out(context, builder, grad_type, grad_value, grad, n_dim, release, 1, finite)
+    release()
+    with builder.if_then(builder.not_(builder.load(finite)), likely=False):
+        builder.ret(I64(3))
+    with builder.if_then(builder.not_(_is_finite(builder, value)), likely=False):
+        builder.ret(I64(4))
+    builder.ret(I64(0))
+    return _finish(context, module, "nutpie_logp", callee)
+
+
+def expand_entry(callee, n_dim: int, n_expanded: int, shared: list[SharedSlot]) -> NutpieEntry:
+    """nutpie's expand entry point over ``callee`` (the compiled overload of a numba function taking ``x`` and
+    the ``shared`` arrays, returning a 1-tuple of the float64 vector of ``n_expanded`` values to store)."""
+    context = _context()
+    restype = callee.fndesc.restype
+    if not (isinstance(restype, types.BaseTuple) and len(restype) == 1):
+        raise TypeError(f"nutpie's expand graph must return one vector, not {restype}")
+    _check_vector(restype[0], "expanded values")
+    module = context.create_module("nutpie_expand")
+    function = ir.Function(
+        module, ir.FunctionType(I64, [I64, I64, DOUBLE.as_pointer(), DOUBLE.as_pointer(), VOIDPTR]), "nutpie_expand"
+    )
+    dim, expanded, x, out, user_data = function.args
+    builder = ir.IRBuilder(function.append_basic_block("entry"))
+    wrong = builder.or_(
+        builder.icmp_unsigned("!=", dim, I64(n_dim)), builder.icmp_unsigned("!=", expanded, I64(n_expanded))
+    )
+    with builder.if_then(wrong, likely=False):
+        builder.ret(I64(-1))
+    outputs = _call_graph(context, builder, callee, _arguments(context, builder, x, n_dim, user_data, shared), -2)
+
+    def release():
+        context.nrt.decref(builder, restype, outputs)
+
+    _copy_out(context, builder, restype[0], builder.extract_value(outputs, 0), out, n_expanded, release, -2)
+    release()
+    builder.ret(I64(0))
+    return _finish(context, module, "nutpie_expand", callee)

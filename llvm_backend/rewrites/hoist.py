@@ -7,9 +7,6 @@ Elemwise over only the all-broadcastable inputs computing, once, every inner val
 nothing else (scalarization then makes it a scalar Composite), and the loop, taking those values as
 inputs. The loop gets narrower (which numba compiles in less time) and does less per element.
 
-Under fast-math, a division by an invariant becomes a multiply by its reciprocal first, so the one division
-is hoisted: ``(y - mu) / sigma`` with ``sigma`` a scalar parameter costs a multiply per element.
-
 For ``Elemwise{Composite{(i0 + i1 + i2) * i3}}(a, b, c, x)`` with ``a``, ``b``, ``c`` of shape ``(1,)`` and
 ``x`` a vector, the result is::
 
@@ -18,7 +15,6 @@ For ``Elemwise{Composite{(i0 + i1 + i2) * i3}}(a, b, c, x)`` with ``a``, ``b``, 
 """
 
 import pytensor.scalar as ps
-from pytensor import config
 from pytensor.graph.basic import Constant
 from pytensor.graph.rewriting.basic import node_rewriter
 from pytensor.graph.traversal import io_toposort
@@ -66,59 +62,15 @@ def _group_invariant_operands(composite: ps.Composite, invariant_inputs: set[int
     return ps.Composite(composite.fgraph.inputs, [new.get(out, out) for out in composite.fgraph.outputs])
 
 
-def _reciprocal_divisions(composite: ps.Composite, invariant_inputs: set[int]) -> ps.Composite:
-    """``composite`` with each float ``true_div(a, s)`` of a non-invariant ``a`` by an invariant ``s`` (one
-    computed from the invariant inputs, not a constant) rewritten ``mul(a, reciprocal(s))``, one reciprocal
-    per divisor; ``composite`` itself if there is none.
-
-    That trades the per-element division for a multiply once the reciprocal is hoisted, and rounds
-    differently: only what LLVM's ``arcp`` flag allows, which the loops of PyTensor's numba backend are
-    compiled with when ``config.numba__fastmath`` is on. A division by a per-element value stays (its
-    reciprocal would be one division per element still), and so does one of an invariant numerator (the
-    whole quotient is hoisted, exact), one by a constant (LLVM folds its reciprocal), an integer
-    ``true_div`` (its divisor is no float of the output's type) and ``int_div``. LLVM's LICM hoists such a
-    reciprocal out of a loop under ``arcp`` by itself; done here, the graph says it and LLVM has no division
-    in the loop to find.
-    """
-    invariant = {composite.fgraph.inputs[i] for i in invariant_inputs}
-    new = {var: var for var in composite.fgraph.inputs}
-    reciprocals = {}
-    for node in composite.fgraph.toposort():
-        inputs = [new.get(inp, inp) for inp in node.inputs]
-        if all(inp in invariant or isinstance(inp, Constant) for inp in node.inputs):
-            invariant.update(node.outputs)
-            outputs = node.op.make_node(*inputs).outputs
-        elif (
-            isinstance(node.op, ps.TrueDiv)
-            and node.inputs[1] in invariant
-            and not isinstance(node.inputs[1], Constant)
-            and node.outputs[0].type in ps.float_types
-            and node.inputs[1].type == node.outputs[0].type
-        ):
-            divisor = inputs[1]
-            if divisor not in reciprocals:
-                reciprocals[divisor] = ps.reciprocal(divisor)
-            outputs = [ps.mul(inputs[0], reciprocals[divisor])]
-        else:
-            outputs = node.op.make_node(*inputs).outputs
-        new.update(zip(node.outputs, outputs, strict=True))
-    if not reciprocals:
-        return composite
-    return ps.Composite(composite.fgraph.inputs, [new.get(out, out) for out in composite.fgraph.outputs])
-
-
-def split_invariant(composite: ps.Composite, invariant_inputs: set[int], reciprocals: bool = False):
+def split_invariant(composite: ps.Composite, invariant_inputs: set[int]):
     """Split ``composite`` given which of its inputs are loop-invariant.
 
-    With ``reciprocals`` (fast-math), divisions by invariants become multiplies by their reciprocals first
-    (`_reciprocal_divisions`); then invariant operands of associative ops are grouped
-    (`_group_invariant_operands`). Returns ``None`` if no inner node depends on invariant inputs alone, else
-    ``(hoisted, hoisted_inputs, loop, loop_inputs)``: ``hoisted`` a Composite of the invariant inputs at
-    positions ``hoisted_inputs``; ``loop`` a Composite whose inputs are, in order, the original inputs at
-    positions ``loop_inputs`` and then ``hoisted``'s outputs; ``loop`` computes ``composite``'s outputs.
+    Invariant operands of associative ops are grouped first (`_group_invariant_operands`). Returns ``None``
+    if no inner node depends on invariant inputs alone, else ``(hoisted, hoisted_inputs,
+    loop, loop_inputs)``: ``hoisted`` a Composite of the invariant inputs at positions ``hoisted_inputs``;
+    ``loop`` a Composite whose inputs are, in order, the original inputs at positions ``loop_inputs`` and
+    then ``hoisted``'s outputs; ``loop`` computes ``composite``'s outputs.
     """
-    if reciprocals:
-        composite = _reciprocal_divisions(composite, invariant_inputs)
     composite = _group_invariant_operands(composite, invariant_inputs)
     inner_inputs = composite.fgraph.inputs
     order = composite.fgraph.toposort()
@@ -163,17 +115,14 @@ def split_invariant(composite: ps.Composite, invariant_inputs: set[int], recipro
 
 @node_rewriter([Elemwise])
 def hoist_invariants(fgraph, node):
-    """Elemwise{Composite} with all-broadcastable and other inputs -> hoisted Elemwise + narrower loop.
-
-    Divisions by invariants are made multiplies by hoisted reciprocals when ``config.numba__fastmath`` is on
-    at rewrite time (the rewrite cache keys that flag)."""
+    """Elemwise{Composite} with all-broadcastable and other inputs -> hoisted Elemwise + narrower loop."""
     op = node.op
     if not isinstance(op.scalar_op, ps.Composite) or op.inplace_pattern:
         return None
     invariant_inputs = {i for i, inp in enumerate(node.inputs) if _all_broadcastable(inp)}
     if not invariant_inputs or len(invariant_inputs) == len(node.inputs):
         return None
-    split = split_invariant(op.scalar_op, invariant_inputs, reciprocals=config.numba__fastmath)
+    split = split_invariant(op.scalar_op, invariant_inputs)
     if split is None:
         return None
     hoisted, hoisted_inputs, loop, loop_inputs = split

@@ -5,6 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pytensor.tensor.basic import Join, MakeVector
+from pytensor.tensor.rewriting.fused_elemwise import FusedElemwise
 from pytensor.tensor.rewriting.scalarize import ScalarizedJoin
 
 import llvm_backend
@@ -221,6 +222,36 @@ def test_a_join_of_vectors_of_static_length_around_a_loop_output():
     fn, _ = compare_llvm_numba_and_py([x, y], out, values)
     assert _hints(fn)[_plan_call(fn, Join).label] == {"filled": (1, 3, 3)}
     assert allocations_per_call(fn, values).net == 1
+
+
+@pytest.mark.parametrize("position", ["last", "first"])
+def test_the_map_of_a_loop_fused_with_reductions_is_written_within_the_join_of_its_sums(position):
+    # eight schools' gradient: the FusedElemwise's map joined with scalars made of its own full reductions
+    x, a = pt.dvector("x"), pt.dscalar("a")
+    mapped, sums = pt.exp(x * a), [pt.atleast_1d((x * x).sum() * a), pt.atleast_1d(pt.log1p(x * x).sum())]
+    out = pt.concatenate([*sums, mapped] if position == "last" else [mapped, *sums])
+    values = [np.linspace(-1, 1, 5), np.asarray(0.7)]
+    fn, result = compare_llvm_numba_and_py([x, a], out, values)
+    join = _plan_call(fn, ScalarizedJoin)
+    k = 2 if position == "last" else 0
+    window = (2, 0) if position == "last" else (0, 2)
+    assert isinstance(join.label.inputs[k].owner.op, FusedElemwise)
+    assert _hints(fn)[join.label] == {"filled": (k, *window)}
+    assert join.function.__name__ == "join_around"
+    assert allocations_per_call(fn, values).net == 1
+    np.testing.assert_allclose(result[k : k + 5], np.exp(values[0] * values[1]))
+
+
+def test_the_map_of_a_loop_fused_with_reductions_read_by_another_node_is_its_own_array():
+    x, a = pt.dvector("x"), pt.dscalar("a")
+    mapped = pt.exp(x * a)
+    out = pt.concatenate([pt.atleast_1d((x * x).sum()), mapped, pt.atleast_1d(pt.log1p(x * x).sum())])
+    values = [np.linspace(-1, 1, 5), np.asarray(0.7)]
+    fn, _ = compare_llvm_numba_and_py([x, a], [out, mapped[::2]], values)
+    assert isinstance(_plan_call(fn, ScalarizedJoin).label.inputs[1].owner.op, FusedElemwise)
+    assert _hints(fn) == {}
+    # the map's vector and the join's output (the strided slice is a view of the map)
+    assert allocations_per_call(fn, values).net == 2
 
 
 def _unfillable(case):

@@ -70,13 +70,14 @@ def test_the_family_is_registered_and_its_cases_build():
         assert x is graph.values[0]
 
 
-def test_the_reference_allocates_its_gradient_only():
+def test_the_reference_allocates_its_gradient_and_the_regression_its_residuals():
     from llvm_backend.tools.measure import nrt_allocations_per_call
 
     for name in LIMIT_MODELS:
         args = reference_arguments(name, limit_graph(name))
         unboxed = sum(isinstance(a, np.ndarray) for a in args)
-        assert nrt_allocations_per_call(lambda args=args, name=name: REFERENCES[name](*args)) == unboxed + 1
+        own = 2 if name == "regression_65p" else 1
+        assert nrt_allocations_per_call(lambda args=args, name=name: REFERENCES[name](*args)) == unboxed + own
 
 
 def test_a_quick_bench_run_measures_every_mode_and_the_reference():

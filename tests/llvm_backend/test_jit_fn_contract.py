@@ -9,7 +9,6 @@ import pytensor
 import pytensor.tensor as pt
 import pytest
 from numba.core.registry import CPUDispatcher
-from pytensor.compile.executor import Function
 
 import llvm_backend  # noqa: F401
 from llvm_backend.dispatch import MAX_ITEMS
@@ -102,7 +101,7 @@ def test_a_cfunc_calling_jit_fn_links_none_of_the_graph(name):
 
     want = pytensor.function(inputs, outputs, mode=PY_MODE)(np.full(3, 0.5))[0].sum()
     assert first.ctypes(0.5) == pytest.approx(want)
-    Function.__call__(fn, np.full(3, 0.5))  # the thunk's call (the lean call runs jit_fn): graph_fn compiled
+    fn(np.full(3, 0.5))
     graph_fn = fn.vm.graph_fn.dispatcher if hasattr(fn.vm.graph_fn, "dispatcher") else fn.vm.graph_fn
     # what a caller linking a library would get (its own module is empty when loaded from the cache)
     graph_functions = set().union(*(_defined(c.library._get_module_for_linking()) for c in graph_fn.overloads.values()))

@@ -2,9 +2,6 @@
 PyTensor's ``Function.__call__`` returns under the ``py`` linker and stock NUMBA, raises what stock NUMBA raises,
 and leaves the input cells and shared variables as stock's call does."""
 
-import sys
-import threading
-
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
@@ -322,19 +319,3 @@ def test_borrowed_outputs_and_inputs_alias_as_stock():
     a = np.ones(2)
     assert (fn(a) is a) == (numba_fn(a) is a)
     np.testing.assert_array_equal(fn(a), a)
-
-
-def test_threads_lose_no_update():
-    """A stateful lean call holds the lock: 4 threads x 500 increments of one shared counter leave 2,000."""
-    fn, s = _counter("LLVM")
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    try:
-        threads = [threading.Thread(target=lambda: [fn(1.0) for _ in range(500)]) for _ in range(4)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-    finally:
-        sys.setswitchinterval(interval)
-    assert s.get_value() == 2000.0

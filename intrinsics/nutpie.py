@@ -10,7 +10,7 @@ shapes of every shared array, which ``CompiledPyMCModel.with_data`` rewrites). n
 ``numba.cfunc``\\ s compiled in every process (their closure holds the dispatcher and the data, so numba caches
 neither): typing them, and the graph call and the array copies in them, cost a warm process of eight schools
 seconds. Here each is a few basic blocks: the graph's arrays built on the stack from ``x`` and the record, a call
-of the graph's entry (a numba function of the graph's input types) through the address of its code, and a
+of the graph's function (or of an entry building its packs) through the address of its code, and a
 loop copying its outputs out, with nutpie's return codes: -1 for a wrong ``dim`` or ``n_expanded``, 1 (logp)
 or -2 (expand) when the graph raised, 3 for a gradient that is not finite, 4 for a log density that is not.
 
@@ -92,14 +92,21 @@ def _array(context, builder, aryty: types.Array, data, shape: list) -> ir.Value:
     return array._getvalue()
 
 
-def _arguments(context, builder, x, n_dim: int, user_data, shared: list[SharedSlot]) -> list:
+def _arguments(context, builder, x, n_dim: int, user_data, shared: list[SharedSlot], argument_types) -> list:
+    """The callee's arguments: ``x`` and each shared array, built on the stack over nutpie's memory; a shared
+    0-d array the callee takes as a native scalar (``argument_types``) is read instead."""
     x_array = _array(context, builder, types.Array(types.float64, 1, "C"), x, [I64(n_dim)])
-    arrays = [x_array]
-    for slot in shared:
+    arguments = [x_array]
+    for slot, argument_type in zip(shared, argument_types[1:], strict=True):
         data = builder.inttoptr(_field(builder, user_data, slot.data_offset, I64), VOIDPTR)
-        shape = [_field(builder, user_data, slot.shape_offset + 8 * k, I64) for k in range(slot.ndim)]
-        arrays.append(_array(context, builder, slot.numba_type, data, shape))
-    return arrays
+        if isinstance(argument_type, types.Array):
+            shape = [_field(builder, user_data, slot.shape_offset + 8 * k, I64) for k in range(slot.ndim)]
+            arguments.append(_array(context, builder, slot.numba_type, data, shape))
+            continue
+        dtype = slot.numba_type.dtype
+        value = builder.load(builder.bitcast(data, context.get_data_type(dtype).as_pointer()))
+        arguments.append(context.cast(builder, value, dtype, argument_type))
+    return arguments
 
 
 def _is_finite(builder, value) -> ir.Value:
@@ -107,9 +114,11 @@ def _is_finite(builder, value) -> ir.Value:
     return builder.fcmp_ordered("<", builder.call(fabs, [value]), DOUBLE(np.inf))
 
 
-def _call_graph(context, builder, callee, arguments, on_error: int):
-    """The graph entry's outputs, or a return of ``on_error`` when it raised."""
+def _call_graph(context, builder, callee, inputs: tuple, on_error: int):
+    """The callee's outputs on ``inputs`` (`_arguments`' but the argument types), or a return of ``on_error``
+    when it raised."""
     fndesc = callee.fndesc
+    arguments = _arguments(context, builder, *inputs, fndesc.argtypes)
     address = callee.library.get_pointer_to_function(fndesc.llvm_func_name)
     pointer = builder.inttoptr(I64(address), function_type(context, fndesc.restype, fndesc.argtypes).as_pointer())
     returned, excinfo = return_slot(context, builder, fndesc.restype), excinfo_slot(builder)
@@ -184,7 +193,7 @@ def logp_entry(callee, n_dim: int, shared: list[SharedSlot]) -> NutpieEntry:
     builder = ir.IRBuilder(function.append_basic_block("entry"))
     with builder.if_then(builder.icmp_unsigned("!=", dim, I64(n_dim)), likely=False):
         builder.ret(I64(-1))
-    outputs = _call_graph(context, builder, callee, _arguments(context, builder, x, n_dim, user_data, shared), 1)
+    outputs = _call_graph(context, builder, callee, (x, n_dim, user_data, shared), 1)
     logp_value, grad_value = (builder.extract_value(outputs, k) for k in range(2))
     value = _scalar(context, builder, logp_type, logp_value)
     builder.store(value, logp)
@@ -222,7 +231,7 @@ def expand_entry(callee, n_dim: int, n_expanded: int, shared: list[SharedSlot]) 
     )
     with builder.if_then(wrong, likely=False):
         builder.ret(I64(-1))
-    outputs = _call_graph(context, builder, callee, _arguments(context, builder, x, n_dim, user_data, shared), -2)
+    outputs = _call_graph(context, builder, callee, (x, n_dim, user_data, shared), -2)
 
     def release():
         context.nrt.decref(builder, restype, outputs)

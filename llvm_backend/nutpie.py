@@ -122,14 +122,30 @@ def _shared_slots(fn, user_data, keys: dict) -> list:
 
 
 def _graph_overload(fn, slots: list):
-    """The compiled code of ``fn``'s `typed_entry` for nutpie's arguments: ``x`` and the shared arrays, C
-    contiguous (compiled now, or found compiled)."""
-    from numba.core import types
+    """The compiled code nutpie's entry points call for ``fn``, on ``x`` and the shared arrays (C contiguous).
 
+    The graph function itself (`_takes_inputs_directly`), whose code numba caches on disk, so a warm process
+    loads it and compiles nothing; else the graph's `typed_entry`, which builds its packs and passes its
+    constant parameters, compiled in every process (it calls the graph function through its address)."""
+    from numba.core import types
+    from numba.np.numpy_support import from_dtype
+
+    graph = fn.vm.graph_source
     signature = (types.Array(types.float64, 1, "C"), *(slot.numba_type for slot in slots))
-    typed = fn.vm.typed_entry
-    typed.compile(signature)
-    return typed.overloads[signature]
+    dispatcher = fn.vm.typed_entry
+    if _takes_inputs_directly(graph):
+        scalars = graph.scalar_sources
+        signature = tuple(from_dtype(np.dtype(scalars[k])) if k in scalars else t for k, t in enumerate(signature))
+        dispatcher = fn.vm.graph_fn
+    dispatcher.compile(signature)
+    return dispatcher.overloads[signature]
+
+
+def _takes_inputs_directly(graph) -> bool:
+    """Whether the graph function (`llvm_backend.codegen.GraphSource`) takes the graph's inputs one each, in
+    order (0-d ones of `NATIVE_SCALARS` dtypes as native scalars), and returns its outputs in order: no packs,
+    no constant parameters, no output lists."""
+    return not graph.packs and not graph.constant_params and not graph.output_lists
 
 
 def compile_pymc_model(

@@ -1,6 +1,7 @@
 """nutpie and pm.sample with the LLVM mode: real PyMC and nutpie, no mocks."""
 
 import ctypes
+import os
 import subprocess
 import sys
 
@@ -47,13 +48,24 @@ def strided_constant():
     return model
 
 
-def many_data_containers(n=31):
+def data_containers(n: int):
+    """A model reading ``n`` vector containers and a 0-d one (``scale``): with ``n`` over 30 the graph takes them
+    as one pack, and nutpie's entry points call its typed entry; with few, they call the graph function."""
     rng = np.random.default_rng(2)
     with pm.Model() as model:
         mu = pm.Normal("mu", 0, 1)
         containers = [pm.Data(f"d{i}", rng.normal(size=4)) for i in range(n)]
-        pm.Normal("obs", mu + sum(c for c in containers), 1.0, observed=np.zeros(4))
+        scale = pm.Data("scale", 1.5)
+        pm.Normal("obs", mu + sum(c for c in containers), scale, observed=np.zeros(4))
     return model
+
+
+def many_data_containers():
+    return data_containers(31)
+
+
+def few_data_containers():
+    return data_containers(3)
 
 
 MODELS = {
@@ -62,6 +74,7 @@ MODELS = {
     "over 1 MB constant": large_data_constant,
     "strided constant": strided_constant,
     "31 pm.Data": many_data_containers,
+    "3 pm.Data and a 0-d one": few_data_containers,
 }
 
 
@@ -253,8 +266,12 @@ def test_pymc_imported_after_llvm_backend_is_wrapped_too():
     assert done.stdout.split() == ["pymc.sampling.mcmc"]
 
 
-def test_the_entry_points_return_nutpie_s_codes_as_nutpie_s_own_do():
-    model = many_data_containers()
+DATA_MODELS = [many_data_containers, few_data_containers]
+
+
+@pytest.mark.parametrize("make_model", DATA_MODELS)
+def test_the_entry_points_return_nutpie_s_codes_as_nutpie_s_own_do(make_model):
+    model = make_model()
     ours, stock = llvm_backend.nutpie.compile_pymc_model(model), nutpie.compile_pymc_model(model, backend="numba")
     point = np.full(ours.n_dim, 0.3)
     for compiled in (ours, stock):
@@ -267,16 +284,65 @@ def test_the_entry_points_return_nutpie_s_codes_as_nutpie_s_own_do():
     assert c_expand(ours.with_data(**shorter), point)[0] == 0
 
 
-def test_the_entry_points_read_new_data_through_with_data():
-    model = many_data_containers()
+@pytest.mark.parametrize("make_model", DATA_MODELS)
+def test_the_entry_points_read_new_data_through_with_data(make_model):
+    model = make_model()
     ours, stock = llvm_backend.nutpie.compile_pymc_model(model), nutpie.compile_pymc_model(model, backend="numba")
-    new = {f"d{i}": np.full(4, 0.1 * i) for i in range(3)}
+    new = {**{f"d{i}": np.full(4, 0.1 * i) for i in range(3)}, "scale": np.array(0.7)}
     ours, stock = ours.with_data(**new), stock.with_data(**new)
     point = np.array([0.7])
     (code, logp, grad), (stock_code, stock_logp, stock_grad) = c_logp(ours, point), c_logp(stock, point)
     assert code == stock_code == 0
     np.testing.assert_allclose([logp, *grad], [stock_logp, *stock_grad], rtol=1e-12)
     assert logp != c_logp(llvm_backend.nutpie.compile_pymc_model(model), point)[1]
+
+
+@pytest.mark.parametrize(
+    ("make_model", "logp_calls", "expand_calls"),
+    [
+        (eight_schools, "graph_fn", "graph_fn"),
+        (few_data_containers, "graph_fn", "graph_fn"),
+        (many_data_containers, "typed_entry", "graph_fn"),  # logp takes the 32 containers as one pack
+        (large_data_constant, "typed_entry", "graph_fn"),  # logp takes its observations as a parameter
+    ],
+)
+def test_the_entry_points_call_the_graph_function_unless_it_takes_packs_or_constants(
+    make_model, logp_calls, expand_calls
+):
+    compiled = llvm_backend.nutpie.compile_pymc_model(make_model())
+    for fn, entry, calls in (
+        (compiled.logp_func, compiled.compiled_logp_func, logp_calls),
+        (compiled.expand_func, compiled.compiled_expand_func, expand_calls),
+    ):
+        callees = {name: list(getattr(fn.vm, name).overloads.values()) for name in ("graph_fn", "typed_entry")}
+        assert entry.callee in callees[calls]
+        if calls == "graph_fn":
+            assert callees["typed_entry"] == []
+
+
+WARM_PROCESS = """
+import llvm_backend.nutpie
+from llvm_backend_bench.pymc_models import eight_schools
+
+compiled = llvm_backend.nutpie.compile_pymc_model(eight_schools())
+for fn in (compiled.logp_func, compiled.expand_func):
+    stats = fn.vm.graph_fn.stats
+    print(sum(stats.cache_hits.values()), sum(stats.cache_misses.values()), len(fn.vm.typed_entry.overloads))
+"""
+
+
+def test_a_warm_process_loads_the_graph_functions_nutpie_calls_and_compiles_none(tmp_path):
+    env = {**os.environ, "PYTENSOR_FLAGS": f"base_compiledir={tmp_path}", "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+
+    def run():
+        done = subprocess.run(
+            [sys.executable, "-c", WARM_PROCESS], capture_output=True, text=True, timeout=600, env=env, check=False
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        return [tuple(map(int, line.split())) for line in done.stdout.splitlines()]
+
+    assert run() == [(0, 1, 0), (0, 1, 0)]  # cold: each graph function compiled, for nutpie's types
+    assert run() == [(1, 0, 0), (1, 0, 0)]  # warm: each loaded from numba's cache, no typed entry compiled
 
 
 def test_a_nutpie_without_the_internals_used_is_named_in_the_error(monkeypatch):

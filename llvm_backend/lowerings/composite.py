@@ -62,6 +62,7 @@ __all__ = [
     "composite_body",
     "composite_intrinsic",
     "lowering_composites",
+    "needs_no_stock_function",
     "numba_funcify_Composite",
     "numba_funcify_Composite_without_key",
 ]
@@ -105,6 +106,12 @@ def _function(node):
     if len(node.outputs) == 1 and (name := _numpy_function(node.op)) is not None:
         return getattr(np, name), f"np.{name}"
     return None
+
+
+def needs_no_stock_function(node) -> bool:
+    """Whether the plan computes scalar ``node`` with no function of stock's: a joined n-ary op, or one of
+    `_function`'s."""
+    return len(node.outputs) == 1 and (type(node.op) in _JOINED or _function(node) is not None)
 
 
 @dataclass(frozen=True)

@@ -170,7 +170,7 @@ def _phase_panel(axes, rows: list[Posterior]) -> None:
     for tick, edge in zip(axes.get_xticklabels(), edges, strict=True):
         tick.set_color(edge)
     axes.set_ylabel("seconds", fontsize=8)
-    axes.margins(y=0.25)
+    axes.set_ylim(0, 1.3 * max(tops))  # room for the labels: each stacked bar's bottom edge stops autoscaling
 
 
 def phase_figure(rows: list[Posterior]) -> Figure | None:

@@ -289,7 +289,7 @@ def as_json(rows: list[Posterior]) -> dict:
     installed), the phases' titles, and per row every phase, the totals and their ratios to `BASELINES`."""
     return {
         "footnote": PHASE_FOOTNOTE,
-        "versions": {name: version(name) for name in ("pymc", "nutpie", "jax") if _installed(name)},
+        "versions": {name: version(name) for name in ("pymc", "nutpie", "jax") if find_spec(name) is not None},
         "phases": PHASES,
         "rows": [{**asdict(r), "total_s": r.total_s, "ready_s": r.ready_s, "ratios": _ratios(rows, r)} for r in rows],
     }

@@ -6,8 +6,9 @@ seed (``join/vectors_60`` is its first, 60 1-D vectors of 16 on axis 0); the wid
 over N (N outputs ``x_i * 2``, one output summing N sums); full reductions and scalar indexing consumed
 by scalar math; PyMC-shaped logp+gradient graphs, and a 65-parameter regression model whose constant
 400x48 design matrix is used column by column; with the ``pymc`` extra, PyMC models as samplers compile them
-(``llvm_backend_bench.pymc_models``), nutpie timed on them end to end, and four of them against hand-written
-``@njit`` log-densities and gradients (``llvm_backend_bench.pymc_limit``).
+(``llvm_backend_bench.pymc_models``), and four of them against hand-written ``@njit`` log-densities and gradients
+(``llvm_backend_bench.pymc_limit``). nutpie on those models, phase by phase, is no case of this module's: the
+``pymc/time_to_posterior`` family (``llvm_backend_bench.time_to_posterior``) times whole processes.
 """
 
 import importlib.util
@@ -70,8 +71,6 @@ class Case:
     compile: Callable[[Graph, str], Callable] | None = None
     """How the graph is compiled under a mode, for its cold compile and the function timed (default
     ``pytensor.function``)."""
-    nutpie: str | None = None
-    """For a PyMC model, its name in ``llvm_backend_bench.pymc_models.MODELS``: nutpie is timed on it end to end."""
 
     def runnable(self) -> bool:
         return self.requires is None or importlib.util.find_spec(self.requires) is not None
@@ -226,7 +225,6 @@ def _pymc_cases() -> list[Case]:
             warm=True,
             requires="pymc",
             compile=_pymc_compile,
-            nutpie=name,
         )
         for name in ("eight_schools", "hierarchical_85", "regression_65p")
     ]

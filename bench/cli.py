@@ -19,6 +19,7 @@ def _bench(args) -> int:
     from llvm_backend_bench.cases import FLOOR, MODES, REFERENCE, select_cases
     from llvm_backend_bench.intrinsics import select_micro
     from llvm_backend_bench.run import format_bench_table, run_bench, write_results
+    from llvm_backend_bench.time_to_posterior import select_posterior
 
     import llvm_backend  # noqa: F401  (registers the LLVM mode)
 
@@ -29,14 +30,15 @@ def _bench(args) -> int:
             raise UsageError(f"--filter {args.filter!r} is not a regular expression: {error}") from None
     cases = select_cases(quick=args.quick, pattern=args.filter)
     micro = [] if args.quick else select_micro(args.filter)
-    if not cases and not micro:
+    posterior = [] if args.quick else select_posterior(args.filter)
+    if not cases and not micro and not posterior:
         raise UsageError(f"no case matches {args.filter!r}")
     known = (*MODES, REFERENCE, FLOOR)
     modes = tuple(args.mode or known)
     unknown = sorted(set(modes) - set(known))
     if unknown:
         raise UsageError(f"unknown mode {', '.join(unknown)} (modes: {' '.join(known)})")
-    run = run_bench(cases, quick=args.quick, progress=_progress, modes=modes, micro=micro)
+    run = run_bench(cases, quick=args.quick, progress=_progress, modes=modes, micro=micro, posterior=posterior)
     print(format_bench_table(run))  # noqa: T201
     for path in write_results(run, Path(args.out)):
         _progress(f"wrote {path}")

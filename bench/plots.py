@@ -3,14 +3,18 @@
 - ``compile_vs_n.png``: cold compile seconds against N, log-log, a panel per family over N (join, N
   outputs, sum of N sums), one line per mode.
 - ``per_call.png``: µs per call of every case, one bar per mode, labelled with its ratio to NUMBA.
+- ``time_to_posterior.png``: the ``pymc/time_to_posterior`` family, a panel per model and process (cold, warm),
+  one bar per nutpie backend stacking its seconds per phase.
 
-A mode is drawn in the same colour in every figure, whichever modes a run measured (`mode_colour`).
+A mode is drawn in the same colour in every figure, whichever modes a run measured (`mode_colour`); so is each
+phase of the time to posterior (`PHASE_COLOURS`), whose bars are outlined in their backend's colour.
 """
 
 import zlib
 from pathlib import Path
 
 from llvm_backend_bench.cases import FLOOR, REFERENCE
+from llvm_backend_bench.time_to_posterior import PHASES, Posterior
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
@@ -20,16 +24,21 @@ __all__ = [
     "COMPILE_PLOT",
     "MODE_COLOURS",
     "PER_CALL_PLOT",
+    "PHASE_COLOURS",
+    "PHASE_PLOT",
     "compile_time_figure",
     "compile_time_plot",
     "draw_plots",
     "mode_colour",
     "per_call_figure",
     "per_call_plot",
+    "phase_figure",
+    "phase_plot",
 ]
 
 COMPILE_PLOT = "compile_vs_n.png"
 PER_CALL_PLOT = "per_call.png"
+PHASE_PLOT = "time_to_posterior.png"
 BASELINE = "NUMBA"
 MODE_COLOURS = {
     "NUMBA": "tab:blue",
@@ -41,6 +50,11 @@ MODE_COLOURS = {
 """The colour of each mode the bench measures (`llvm_backend_bench.cases.MODES`), its reference and its floor."""
 SPARE_COLOURS = ("tab:purple", "tab:brown", "tab:pink", "tab:olive", "tab:cyan")
 """For a mode outside `MODE_COLOURS` (`llvm_backend_bench.run.run_bench` takes any PyTensor mode)."""
+PHASE_COLOURS = dict(
+    zip(PHASES, ("#66c2a5", "#fc8d62", "#8da0cb", "#e78ac3", "#a6d854", "#ffd92f", "#e5c494", "#b3b3b3"), strict=True)
+)
+"""The colour of each phase of the time to posterior (ColorBrewer's Set2, pale beside the modes' colours, which
+outline the bars)."""
 
 
 def mode_colour(mode: str) -> str:
@@ -138,10 +152,57 @@ def _ratio_label(by_key: dict, name: str, mode: str) -> str:
     return f"{by_key[name, mode] / base:.2f}x" if base else ""
 
 
-def draw_plots(results: list[Measurement], cases: dict, out_dir: Path) -> list[Path]:
-    """Draw every plot the results allow into ``out_dir``; the paths written."""
+def _phase_panel(axes, rows: list[Posterior]) -> None:
+    """One bar per row, its phases stacked in the order of `PHASES`, outlined and ticked in its backend's colour,
+    labelled with its total seconds and its ratio to NUMBA's."""
+    backends = [r.backend for r in rows]
+    edges = [mode_colour(backend) for backend in backends]
+    tops = [0.0] * len(rows)
+    for phase, title in PHASES.items():
+        heights = [r.phases.get(phase, 0.0) for r in rows]
+        axes.bar(range(len(rows)), heights, 0.6, tops, label=title, color=PHASE_COLOURS[phase], edgecolor=edges)
+        tops = [top + height for top, height in zip(tops, heights, strict=True)]
+    base = next((r.total_s for r in rows if r.backend == BASELINE), None)
+    for x, row in enumerate(rows):
+        ratio = f"\n{row.total_s / base:.2f}x" if base and row.backend != BASELINE else ""
+        axes.annotate(f"{row.total_s:.2f} s{ratio}", (x, tops[x]), ha="center", va="bottom", fontsize=7)
+    axes.set_xticks(range(len(rows)), backends, fontsize=8)
+    for tick, edge in zip(axes.get_xticklabels(), edges, strict=True):
+        tick.set_color(edge)
+    axes.set_ylabel("seconds", fontsize=8)
+    axes.set_ylim(0, 1.3 * max(tops))  # room for the labels: each stacked bar's bottom edge stops autoscaling
+
+
+def phase_figure(rows: list[Posterior]) -> Figure | None:
+    """The ``pymc/time_to_posterior`` family: a panel per model (columns) and process (rows: cold, warm), one
+    stacked bar of seconds per phase for each nutpie backend (`_phase_panel`); None without rows."""
+    if not rows:
+        return None
+    cases = list(dict.fromkeys(r.case for r in rows))
+    processes = list(dict.fromkeys(r.process for r in rows))
+    figure = _figure(3.0 * len(cases) + 1.6, 3.2 * len(processes))
+    for i, process in enumerate(processes):
+        for j, case in enumerate(cases, start=1):
+            axes = figure.add_subplot(len(processes), len(cases), i * len(cases) + j)
+            _phase_panel(axes, [r for r in rows if (r.case, r.process) == (case, process)])
+            axes.set_title(f"{case.rsplit('/', 1)[-1]}, {process}", fontsize=9)
+    handles, labels = figure.axes[0].get_legend_handles_labels()
+    figure.legend(handles[::-1], labels[::-1], loc="outside right center", fontsize=7)  # top to bottom, as stacked
+    figure.suptitle(f"Time to posterior through nutpie, by phase; labels: total, ratio to {BASELINE}", fontsize=9)
+    return figure
+
+
+def phase_plot(rows: list[Posterior], path: Path) -> Path | None:
+    """`phase_figure` saved to ``path``; ``None`` (nothing written) without rows."""
+    return _save(phase_figure(rows), path)
+
+
+def draw_plots(results: list[Measurement], cases: dict, out_dir: Path, posterior: list[Posterior] = ()) -> list[Path]:
+    """Draw every plot the results (and the time-to-posterior rows ``posterior``) allow into ``out_dir``; the paths
+    written."""
     written = [
         compile_time_plot(results, cases, out_dir / COMPILE_PLOT),
         per_call_plot(results, out_dir / PER_CALL_PLOT),
+        phase_plot(list(posterior), out_dir / PHASE_PLOT),
     ]
     return [path for path in written if path is not None]

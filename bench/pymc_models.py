@@ -2,30 +2,19 @@
 
 Each model's log-density and joined gradient of one raveled vector, the graph ``logp_dlogp_function(
 ravel_inputs=True)`` compiles, is measured like every bench case (its cold compile through PyMC's own
-``compile``, which rebuilds a plain ``Mode`` from the one it is given); `nutpie_job` times nutpie end to end:
-compile, then one chain of 200 tuning and 200 kept draws, in a fresh process with empty caches, and then,
-untimed, its µs per gradient over longer chains (one short chain is a few thousand gradients, where the
-sampler's own noise moved the figure by 10%).
+``compile``, which rebuilds a plain ``Mode`` from the one it is given). nutpie on the same models, end to end and
+phase by phase, is the ``pymc/time_to_posterior`` family (`llvm_backend_bench.time_to_posterior`).
 
 The models: eight schools (10 parameters); a hierarchical intercept model of 85 groups and 919 observations
 (radon's shape, simulated); a regression with 65 scalar parameters whose constant 400x48 design matrix is used
 column by column (the shape of model that nutpie's stock NUMBA backend is slowest to compile).
 """
 
-import time
-
 import numpy as np
 
 from llvm_backend.tools.graphs import Graph
 
-__all__ = ["MODELS", "NUTPIE_BACKENDS", "logp_dlogp_graph", "nutpie_job", "pymc_compile"]
-
-NUTPIE_BACKENDS = ("NUMBA", "LLVM", "JAX")
-"""nutpie under stock NUMBA, under the LLVM mode (`llvm_backend.nutpie`), and its own JAX backend."""
-DRAWS = 200
-GRADIENT_CHAINS = 3
-GRADIENT_DRAWS = 500
-"""µs per gradient: the median over ``GRADIENT_CHAINS`` chains of ``GRADIENT_DRAWS`` tuning and kept draws."""
+__all__ = ["MODELS", "logp_dlogp_graph", "pymc_compile"]
 
 
 def eight_schools():
@@ -95,48 +84,3 @@ def pymc_compile(graph: Graph, mode: str):
     from pymc.pytensorf import compile
 
     return compile(graph.inputs, graph.outputs, mode=mode)
-
-
-def nutpie_job(name: str, backend: str):
-    """For `llvm_backend.tools.coldcompile.cold_call`: nutpie on model ``name`` under ``backend`` (one of
-    `NUTPIE_BACKENDS`), compile then sample one chain; reports both parts and, measured after the clock
-    stopped, µs per gradient evaluation (see ``GRADIENT_CHAINS``)."""
-    import nutpie
-
-    import llvm_backend.nutpie
-
-    model = MODELS[name]()
-    times = {}
-
-    def compile_and_sample():
-        start = time.perf_counter()
-        if backend == "LLVM":
-            compiled = llvm_backend.nutpie.compile_pymc_model(model)
-        else:
-            compiled = nutpie.compile_pymc_model(model, backend=backend.lower())
-        times["compile_s"] = time.perf_counter() - start
-        start = time.perf_counter()
-        trace = nutpie.sample(compiled, draws=DRAWS, tune=DRAWS, chains=1, progress_bar=False, seed=1)
-        times["sample_s"] = time.perf_counter() - start
-        times["gradients"] = _gradients(trace)
-
-        def per_gradient():
-            per = []
-            for seed in range(GRADIENT_CHAINS):
-                start = time.perf_counter()
-                trace = nutpie.sample(
-                    compiled, draws=GRADIENT_DRAWS, tune=GRADIENT_DRAWS, chains=1, progress_bar=False, seed=seed + 2
-                )
-                per.append((time.perf_counter() - start) / _gradients(trace) * 1e6)
-            times["us_per_gradient"] = float(np.median(per))
-            return times
-
-        return per_gradient
-
-    return compile_and_sample
-
-
-def _gradients(trace) -> int:
-    """The gradient evaluations of a nutpie trace, tuning and kept draws."""
-    stats = [trace.sample_stats, *([trace.warmup_sample_stats] if "warmup_sample_stats" in trace else [])]
-    return sum(int(s["n_steps"].sum()) for s in stats)

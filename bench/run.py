@@ -14,16 +14,24 @@ import platform
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
-from importlib.util import find_spec
 from pathlib import Path
 
 import llvmlite
 import numba
 import numpy as np
 import pytensor
-from llvm_backend_bench import intrinsics
+from llvm_backend_bench import intrinsics, time_to_posterior
 from llvm_backend_bench.cases import FLOOR, MODES, REFERENCE, Case
 from llvm_backend_bench.plots import draw_plots
+from llvm_backend_bench.time_to_posterior import (
+    NUTPIE_FOOTNOTE,
+    PHASE_FOOTNOTE,
+    Posterior,
+    format_nutpie_table,
+    format_phase_table,
+    measure_posterior,
+    nutpie_rows,
+)
 
 from llvm_backend.tools.coldcompile import cold_call
 from llvm_backend.tools.measurements import (
@@ -43,9 +51,7 @@ __all__ = [
     "FOOTNOTE",
     "BenchRun",
     "format_bench_table",
-    "format_nutpie_table",
     "measure_case",
-    "measure_nutpie",
     "run_bench",
     "write_results",
 ]
@@ -69,13 +75,6 @@ FOOTNOTE = (
     "floor: an @njit function of the graph's inputs that does nothing, called on the arrays jit_fn takes: what "
     "that calling convention alone costs per call (dispatch, unboxing each array)."
 )
-NUTPIE_FOOTNOTE = (
-    "nutpie: compile_pymc_model then one chain of 200 tuning and 200 kept draws, in a fresh process with empty "
-    "caches (warm compile s: the compile again in a second fresh process on the caches the first filled); LLVM "
-    "through llvm_backend.nutpie.compile_pymc_model; us/gradient: sampling time over the gradient evaluations "
-    "of both phases, the median of 3 more chains of 500 tuning and 500 kept draws in the same process. Ratios "
-    "against nutpie under NUMBA."
-)
 MICRO_FOOTNOTE = (
     "Intrinsics: ours is a plain @njit function calling the intrinsic, peer the numba/numpy code a user would write "
     "(a tuple where ours takes a pack); compile s is the first call of a fresh dispatcher in this process; IR instr "
@@ -91,8 +90,11 @@ class BenchRun:
     results: list[Measurement]
     cases: dict[str, dict]
     """Case name -> family, description and N (joins over N)."""
+    posterior: list[Posterior] = field(default_factory=list)
+    """The ``pymc/time_to_posterior`` family: per model, nutpie backend and process, seconds per phase."""
     nutpie: list[dict] = field(default_factory=list)
-    """nutpie end to end on the PyMC cases: case, backend, seconds, compile_s, sample_s, us_per_gradient."""
+    """nutpie end to end, from ``posterior``: case, backend, seconds, compile_s, warm_compile_s, sample_s,
+    us_per_gradient."""
     micro: list[intrinsics.MicroResult] = field(default_factory=list)
     """The microbenchmarks of the intrinsics (`llvm_backend_bench.intrinsics`)."""
 
@@ -128,14 +130,16 @@ def run_bench(
     progress: Callable[[str], None] = print,
     modes: tuple[str, ...] = (*MODES, REFERENCE, FLOOR),
     micro: list[intrinsics.Micro] = (),
+    posterior: list[str] = (),
 ) -> BenchRun:
     """Measure ``cases`` under ``modes`` (of `MODES`, `REFERENCE`, the cases' ``@njit`` references, and
     `FLOOR`, the call floor of the graph's signature; stock
-    NUMBA left out takes the ratio columns with it), then the intrinsics' microbenchmarks ``micro``; ``--quick``
-    runs fewer rounds and cold-compiles only what each case names."""
-    results, described, nutpie = [], {}, []
+    NUMBA left out takes the ratio columns with it), then the ``pymc/time_to_posterior`` cases ``posterior``
+    (`llvm_backend_bench.time_to_posterior`, under nutpie's backends whatever ``modes``), then the intrinsics'
+    microbenchmarks ``micro``; ``--quick`` runs fewer rounds and cold-compiles only what each case names."""
+    results, described, steps = [], {}, len(cases) + len(posterior)
     for i, case in enumerate(cases, start=1):
-        step = partial(_numbered, progress, f"[{i}/{len(cases)}]")
+        step = partial(_numbered, progress, f"[{i}/{steps}]")
         if not case.runnable():
             step(f"{case.name}: skipped ({case.requires} is not installed; install the project's pymc extra)")
             continue
@@ -145,51 +149,30 @@ def run_bench(
         measured, description = measure_case(case, modes, cold_modes, rounds, step)
         results.extend(measured)
         described[case.name] = {"family": case.family, "description": description, "n": case.n}
-        if case.nutpie is not None and not quick:
-            nutpie.extend(measure_nutpie(case, step))
+    posterior_rows = []
+    for i, name in enumerate(posterior, start=len(cases) + 1):
+        posterior_rows += measure_posterior([name], partial(_numbered, progress, f"[{i}/{steps}]"))
     rounds = QUICK_ROUNDS if quick else FULL_ROUNDS
-    return BenchRun(quick, results, described, nutpie, intrinsics.measure_micro(list(micro), rounds, progress))
+    return BenchRun(
+        quick,
+        results,
+        described,
+        posterior_rows,
+        nutpie_rows(posterior_rows),
+        intrinsics.measure_micro(list(micro), rounds, progress),
+    )
 
 
 def _numbered(progress: Callable[[str], None], number: str, message: str) -> None:
     progress(f"{number} {message}")
 
 
-def measure_nutpie(case: Case, progress: Callable[[str], None]) -> list[dict]:
-    """nutpie end to end on ``case``'s model under each of ``NUTPIE_BACKENDS`` (JAX where jax is installed)."""
-    from llvm_backend_bench.pymc_models import NUTPIE_BACKENDS
-
-    rows = []
-    for backend in NUTPIE_BACKENDS:
-        if backend == "JAX" and find_spec("jax") is None:
-            progress(f"{case.name}: nutpie with JAX skipped (jax is not installed)")
-            continue
-        progress(f"{case.name}: nutpie under {backend}, compile and 200+200 draws (fresh process, empty caches)")
-        measured = cold_call("llvm_backend_bench.pymc_models:nutpie_job", case.nutpie, backend, warm=True)
-        rows.append({"case": case.name, "backend": backend, **{k: measured[k] for k in NUTPIE_FIELDS}})
-    return rows
-
-
-NUTPIE_FIELDS = ("seconds", "compile_s", "warm_compile_s", "sample_s", "us_per_gradient")
-
-
-def format_nutpie_table(rows: list[dict]) -> str:
-    """nutpie's rows as a Markdown table, each figure with its ratio to nutpie under NUMBA."""
-    lines = [
-        "| case | nutpie backend | total s | compile s | warm compile s | sample s | us/gradient |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
-    ]
-    for row in rows:
-        base = next((r for r in rows if r["case"] == row["case"] and r["backend"] == "NUMBA"), None)
-        cells = [f"{row[k]:.2f}" + (f" ({row[k] / base[k]:.2f}x)" if base and base[k] else "") for k in NUTPIE_FIELDS]
-        lines.append(f"| {row['case']} | {row['backend']} | {' | '.join(cells)} |")
-    return "\n".join(lines)
-
-
 def format_bench_table(run: BenchRun) -> str:
-    """The Markdown table of ``run``, every value with its ratio to NUMBA, and its footnote; then nutpie's, if
-    the run timed it."""
+    """The Markdown table of ``run``, every value with its ratio to NUMBA, and its footnote; then, if the run
+    timed them, the ``pymc/time_to_posterior`` family's phases and nutpie's totals."""
     parts = [f"{format_inline_table(run.results, COLUMNS)}\n\n{FOOTNOTE}"] if run.results else []
+    if run.posterior:
+        parts.append(f"{format_phase_table(run.posterior)}\n\n{PHASE_FOOTNOTE}")
     if run.nutpie:
         parts.append(f"{format_nutpie_table(run.nutpie)}\n\n{NUTPIE_FOOTNOTE}")
     if run.micro:
@@ -211,13 +194,14 @@ def _versions() -> dict:
 def write_results(run: BenchRun, out_dir: Path) -> list[Path]:
     """Write ``bench.json`` and the PNG plots into ``out_dir``; return their paths."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    plots = draw_plots(run.results, run.cases, out_dir)
+    plots = draw_plots(run.results, run.cases, out_dir, run.posterior)
     payload = {
         "quick": run.quick,
         "versions": _versions(),
         "footnote": FOOTNOTE,
         "cases": run.cases,
         "results": as_json(run.results),
+        "time_to_posterior": time_to_posterior.as_json(run.posterior),
         "nutpie": run.nutpie,
         "intrinsics": intrinsics.as_json(run.micro),
         "plots": [path.name for path in plots],

@@ -15,6 +15,7 @@ def test_each_family_folder_holds_its_own_rows():
     for path in files:
         payload = json.loads(path.read_text())
         names = [*payload["cases"]] + [row[key] for field, key in ROW_KEYS.items() for row in payload.get(field, [])]
+        names += [row["case"] for row in payload.get("time_to_posterior", {}).get("rows", [])]
         assert names, path
         assert {name.split("/")[0] for name in names} == {path.parent.name}, path
 

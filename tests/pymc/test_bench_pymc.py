@@ -2,14 +2,12 @@
 
 from dataclasses import replace
 
-import numpy as np
 import pytest
 from llvm_backend_bench.cases import CASES, FLOOR, MODES
 from llvm_backend_bench.pymc_models import MODELS, logp_dlogp_graph, pymc_compile
-from llvm_backend_bench.run import format_bench_table, run_bench
+from llvm_backend_bench.run import run_bench
 
 import llvm_backend  # noqa: F401
-from llvm_backend.tools.coldcompile import cold_call
 from llvm_backend.tools.testing import assert_same_result
 
 
@@ -36,14 +34,3 @@ def test_a_case_whose_extra_is_missing_is_skipped_with_a_message():
     case = replace(CASES["pymc/eight_schools"], requires="a_module_nobody_installed")
     run = run_bench([case], quick=True, progress=messages.append)
     assert run.results == [] and "skipped (a_module_nobody_installed is not installed" in messages[0]
-
-
-def test_nutpie_end_to_end_under_llvm():
-    measured = cold_call("llvm_backend_bench.pymc_models:nutpie_job", "eight_schools", "LLVM", warm=True)
-    assert measured["compile_s"] > 0 and measured["sample_s"] > 0 and measured["warm_compile_s"] > 0
-    assert 0 < measured["us_per_gradient"] < measured["sample_s"] * 1e6 / measured["gradients"] * 10
-    assert np.isclose(measured["seconds"], measured["compile_s"] + measured["sample_s"], rtol=0.05)
-    rows = [{"case": "pymc/eight_schools", "backend": "LLVM", **measured}]
-    assert "| pymc/eight_schools | LLVM |" in format_bench_table(
-        replace(run_bench([], progress=lambda _: None), nutpie=rows)
-    )

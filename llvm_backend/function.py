@@ -64,12 +64,16 @@ def filtered(container, value):
         return REJECTED
 
 
-def pytensor_call(fn, given: tuple, more: tuple, kwargs: dict):
-    """PyTensor's call of ``fn``, holding its lock, on the arguments a lean call was given: those of its
-    parameters that are not `NOT_GIVEN`, then ``more``, and ``kwargs``."""
-    args = [*(arg for arg in given if arg is not NOT_GIVEN), *more]
+def pytensor_call(fn, *args, **kwargs):
+    """PyTensor's call of ``fn``, holding its lock: a profiled function's lean call."""
     with fn.call_lock:
         return Function.__call__(fn, *args, **kwargs)
+
+
+def given_to_pytensor(fn, given: tuple, more: tuple, kwargs: dict):
+    """`pytensor_call` of the arguments a lean call was given: those of its parameters that are not `NOT_GIVEN`,
+    then ``more``, and ``kwargs``."""
+    return pytensor_call(fn, *(arg for arg in given if arg is not NOT_GIVEN), *more, **kwargs)
 
 
 def raise_as_thunk(fgraph, thunk):
@@ -101,34 +105,43 @@ def _checked_arguments(input_types: list, fall_back: str) -> list[str]:
     """The lines of a lean call that filter each argument ``a{k}`` unless `unchanged_by_filter`, into ``v{k}``."""
     lines = []
     for k, input_type in enumerate(input_types):
-        lines += [f"        if not ({unchanged_by_filter(f'a{k}', k, input_type)}):"]
-        lines += [f"            v{k} = filtered(container{k}, a{k})", f"            if v{k} is REJECTED:"]
-        lines += [f"                {fall_back}"]
+        lines += [f"    if not ({unchanged_by_filter(f'a{k}', k, input_type)}):"]
+        lines += [
+            f"        v{k} = filtered(container{k}, a{k})",
+            f"        if v{k} is REJECTED:",
+            f"            {fall_back}",
+        ]
     return lines
 
 
-def lean_call_source(
-    input_types: list, checks: bool, cleared: list[int], updates: list[tuple[int, int]], n_outputs: int, n_returned: int
-) -> str:
-    """The source of ``lean_call(fn, a0, ..., /, *more, **kwargs)``, ``fn``'s call on one argument per type in
-    ``input_types`` (each input's but the implicit ones'), returning what ``Function.__call__`` returns.
-    `pytensor_call` makes the call instead when there are fewer or more arguments or keywords, ``fn`` is
-    profiled, its vm's ``allow_gc`` is off, or an argument is one ``filter`` rejects (or any checked call when
-    not ``checks``: inputs PyTensor may copy). Unless ``fn.trust_input``, each argument is kept when
-    `unchanged_by_filter`, else filtered. Then, holding the lock, the arguments go into their cells, the thunk's
-    ``call_graph`` runs, output ``j`` goes into cell ``k`` for each update ``(j, k)``, and the cells of
-    ``cleared`` (the required inputs) are emptied. Written out, so each argument costs a few expressions and no
-    Python call of ours. A vector and a shared variable updated by the second of two outputs::
+def _returned(outputs: list[str], fn: Function) -> str:
+    """What the lean call of ``fn`` returns of its ``outputs`` (the returned ones), as ``Function.__call__`` does for
+    ``fn``'s ``unpack_single`` and ``return_none``."""
+    if fn.unpack_single:
+        return outputs[0] if outputs else "[][0]"
+    return "None" if fn.return_none else f"[{', '.join(outputs)}]"
+
+
+def lean_call_source(fn: Function) -> str:
+    """The source of ``lean_call(fn, a0, ..., /, *more, **kwargs)``, ``fn``'s call on one argument per explicit
+    input, returning what ``Function.__call__`` returns; written for ``fn``'s current ``trust_input``,
+    ``unpack_single`` and ``return_none`` (`LLVMFunction` writes it again when one is set).
+    `given_to_pytensor` makes the call instead when there are fewer or more arguments or keywords, ``fn``'s vm's
+    ``allow_gc`` is off, or an argument is one ``filter`` rejects (or any checked call of inputs that may alias,
+    which PyTensor copies). Unless ``fn.trust_input``, each argument is kept when `unchanged_by_filter`, else
+    filtered. Then, holding the lock, the arguments go into their cells, the thunk's ``call_graph`` runs, each
+    update's output goes into its input's cell, and the cells of the required inputs are emptied. Written out, so
+    each argument costs a few expressions and no Python call of ours. A vector and a shared variable updated by
+    the second of two outputs::
 
         def lean_call(fn, a0=NOT_GIVEN, /, *more, **kwargs):
-            if more or kwargs or a0 is NOT_GIVEN or fn.profile or not vm.allow_gc:
-                return pytensor_call(fn, (a0,), more, kwargs)
+            if more or kwargs or a0 is NOT_GIVEN or not vm.allow_gc:
+                return given_to_pytensor(fn, (a0,), more, kwargs)
             v0 = a0
-            if not fn.trust_input:
-                if not (type(a0) is ndarray and a0.dtype is dtype0 and a0.ndim == 1 and a0.flags.aligned):
-                    v0 = filtered(container0, a0)
-                    if v0 is REJECTED:
-                        return pytensor_call(fn, (a0,), more, kwargs)
+            if not (type(a0) is ndarray and a0.dtype is dtype0 and a0.ndim == 1 and a0.flags.aligned):
+                v0 = filtered(container0, a0)
+                if v0 is REJECTED:
+                    return given_to_pytensor(fn, (a0,), more, kwargs)
             acquire()
             try:
                 cell0[0] = v0
@@ -140,76 +153,89 @@ def lean_call_source(
                 cell0[0] = None
             finally:
                 release()
-            returned = [o0]
-            return returned[0] if fn.unpack_single else None if fn.return_none else returned
+            return o0
     """
-    names = [f"a{k}" for k in range(len(input_types))]
-    outputs = [f"o{j}" for j in range(n_outputs)]
-    fall_back = f"return pytensor_call(fn, {_tuple_display(names)}, more, kwargs)"
+    containers = fn.input_storage
+    names = [f"a{k}" for k, container in enumerate(containers) if not container.implicit]
+    outputs = [f"o{j}" for j in range(len(fn.output_storage))]
+    fall_back = f"return given_to_pytensor(fn, {_tuple_display(names)}, more, kwargs)"
     parameters = ["fn", *(f"{name}=NOT_GIVEN" for name in names), "/", "*more", "**kwargs"]
-    refused = ["more", "kwargs", *(f"{name} is NOT_GIVEN" for name in names[-1:]), "fn.profile", "not vm.allow_gc"]
+    refused = ["more", "kwargs", *(f"{name} is NOT_GIVEN" for name in names[-1:]), "not vm.allow_gc"]
     lines = [f"def lean_call({', '.join(parameters)}):", f"    if {' or '.join(refused)}:", f"        {fall_back}"]
     lines += [f"    v{k} = {name}" for k, name in enumerate(names)]
-    if names:
-        checked = _checked_arguments(input_types, fall_back) if checks else [f"        {fall_back}"]
-        lines += ["    if not fn.trust_input:", *checked]
+    if names and not fn.trust_input:
+        types = [container.type for container in containers[: len(names)]]
+        aliased = fn._potential_aliased_input_groups
+        lines += [f"    {fall_back}"] if aliased else _checked_arguments(types, fall_back)
     lines += ["    acquire()", "    try:", *(f"        cell{k}[0] = v{k}" for k in range(len(names)))]
-    unpacked = "(o0,)" if n_outputs == 1 else ", ".join(outputs)
+    unpacked = "(o0,)" if len(outputs) == 1 else ", ".join(outputs)
     called = f"{unpacked} = call_graph()" if outputs else "call_graph()"
     lines += ["        try:", f"            {called}", "        except Exception:", "            raise_as_thunk()"]
-    lines += [f"        cell{k}[0] = o{j}" for j, k in updates]
-    lines += [f"        cell{k}[0] = None" for k in cleared]
-    lines += ["    finally:", "        release()", f"    returned = [{', '.join(outputs[:n_returned])}]"]
-    lines += ["    return returned[0] if fn.unpack_single else None if fn.return_none else returned"]
+    lines += [f"        cell{containers.index(container)}[0] = o{j}" for j, container in fn._update_input_storage]
+    lines += [f"        cell{k}[0] = None" for k, container in enumerate(containers) if container.required]
+    lines += ["    finally:", "        release()", f"    return {_returned(outputs[: fn._n_returned_outputs], fn)}"]
     return "\n".join(lines) + "\n"
 
 
 def make_lean_call(fn: Function):
-    """``fn``'s lean call (`lean_call_source`), bound to ``fn``: of as many arguments as it has inputs that are
-    not implicit (a shared variable's); a call of fewer, leaving inputs to their default values, is PyTensor's."""
-    containers = fn.input_storage
-    n_args = len([container for container in containers if not container.implicit])
+    """``fn``'s lean call (`lean_call_source`), bound to ``fn``; for a profiled function, `pytensor_call` (the
+    profile times PyTensor's call)."""
+    if fn.profile:
+        return MethodType(pytensor_call, fn)
     lock = fn.call_lock
     namespace = {
         "ndarray": np.ndarray,
         "NOT_GIVEN": NOT_GIVEN,
         "REJECTED": REJECTED,
         "filtered": filtered,
-        "pytensor_call": pytensor_call,
+        "given_to_pytensor": given_to_pytensor,
         "vm": fn.vm,
         "call_graph": fn.vm.call_graph,
         "acquire": lock.acquire,
         "release": lock.release,
         "raise_as_thunk": partial(raise_as_thunk, fn.maker.fgraph, fn.vm),
     }
-    for k, container in enumerate(containers):
+    for k, container in enumerate(fn.input_storage):
         namespace |= {f"container{k}": container, f"cell{k}": container.storage}
         if isinstance(container.type, TensorType):
             namespace[f"dtype{k}"] = container.type.numpy_dtype
-    cleared = [k for k, container in enumerate(containers) if container.required]
-    updates = [(j, containers.index(container)) for j, container in fn._update_input_storage]
-    types = [container.type for container in containers[:n_args]]
-    checks = not fn._potential_aliased_input_groups
-    source = lean_call_source(types, checks, cleared, updates, len(fn.output_storage), fn._n_returned_outputs)
-    exec(compile(source, "<llvm_backend lean_call>", "exec"), namespace)
+    exec(compile(lean_call_source(fn), "<llvm_backend lean_call>", "exec"), namespace)
     return MethodType(namespace["lean_call"], fn)
+
+
+def _writes_the_lean_call(name: str) -> property:
+    """`Function`'s attribute ``name``, which the lean call is written for: setting it writes the lean call
+    again (once the function has one), so that a call reads none of them."""
+    slot = vars(Function)[name]
+
+    def set_and_write(fn, value):
+        slot.__set__(fn, value)
+        if "lean_call" in vars(fn):
+            fn.lean_call = make_lean_call(fn)
+
+    return property(slot.__get__, set_and_write, doc=f"``Function.{name}``; setting it writes the lean call again.")
 
 
 class LLVMFunction(Function):
     """A `Function` whose calls hold a lock of its own: the thread that sets its inputs is the one whose
-    call reads them. A call runs its `lean_call`, which hands what it does not take to PyTensor's. It pickles as
-    PyTensor's `Function` does (``pickle_llvm_function`` in ``llvm_backend.process``: copyreg keys PyTensor's
-    pickling by the exact class)."""
+    call reads them. A call runs its lean call (`make_lean_call`), which hands what it does not take to PyTensor's.
+    It pickles as PyTensor's `Function` does (``pickle_llvm_function`` in ``llvm_backend.process``: copyreg keys
+    PyTensor's pickling by the exact class)."""
+
+    trust_input = _writes_the_lean_call("trust_input")
+    profile = _writes_the_lean_call("profile")
+    unpack_single = _writes_the_lean_call("unpack_single")
+    return_none = _writes_the_lean_call("return_none")
 
     def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
         self.call_lock = threading.RLock()
+        super().__init__(*args, **kwargs)
         self.lean_call = make_lean_call(self)
 
     __call__ = property(
         attrgetter("lean_call"),
-        doc="""The function's `lean_call`: calling the function calls it, and nothing in between (a ``__call__``
-        method calling it took a Python frame and its ``*args`` and ``**kwargs`` more, about 0.3 µs).""",
+        doc="""The function's lean call: calling the function calls it, and nothing in between (a ``__call__``
+        method calling it took a Python frame and its ``*args`` and ``**kwargs`` more, about 0.1 µs).""",
     )
 
 

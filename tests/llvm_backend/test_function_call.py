@@ -11,6 +11,7 @@ import numpy as np
 import pytensor
 import pytensor.tensor as pt
 import pytest
+from pytensor.compile.debug.profiling import ProfileStats
 from pytensor.compile.executor import Function
 from pytensor.compile.io import In, Out
 
@@ -359,13 +360,19 @@ def test_trusted_calls_of_a_scalar_pack_read_the_cells_as_the_thunk_does(pytenso
 def test_profiled_and_non_collecting_functions_are_pytensors(pytensor_calls):
     x = pt.dvector("x")
     profiled = pytensor.function([x], x * 2, mode="LLVM", profile=True)
+    profiled_later = pytensor.function([x], x * 2, mode="LLVM")
+    profiled_later.profile = ProfileStats(message="set after the compile")
     kept = pytensor.function([x], x * 2, mode="LLVM")
     kept.vm.allow_gc = False
-    np.testing.assert_array_equal(profiled(np.ones(2)), [2.0, 2.0])
-    assert profiled.profile.fct_callcount == 1
+    for fn in (profiled, profiled_later):
+        np.testing.assert_array_equal(fn(np.ones(2)), [2.0, 2.0])
+        assert fn.profile.fct_callcount == 1
     np.testing.assert_array_equal(kept(np.ones(2)), [2.0, 2.0])
     np.testing.assert_array_equal(kept.input_storage[0].data, [1.0, 1.0])
-    assert len(pytensor_calls) == 2
+    assert len(pytensor_calls) == 3
+    profiled_later.profile = None
+    profiled_later(np.ones(2))
+    assert len(pytensor_calls) == 3
 
 
 def _borrowed(mode):
@@ -441,6 +448,7 @@ def test_pickled_and_copied_functions_take_their_own_lean_call(pytensor_calls):
 
 def test_the_documented_source_is_the_one_written():
     x = pt.dvector("x")
+    s = pytensor.shared(np.array(0.0), name="s")
+    fn = pytensor.function([x], x.sum(), updates={s: s + 1}, mode="LLVM")
     documented = lean_call_source.__doc__.split("::\n\n", 1)[1]
-    lines = [line[8:] for line in documented.splitlines()]
-    assert lean_call_source([x.type], True, [0], [(1, 1)], 2, 1) == "\n".join(lines).strip("\n") + "\n"
+    assert lean_call_source(fn) == "\n".join(line[8:] for line in documented.splitlines()).strip("\n") + "\n"

@@ -204,13 +204,14 @@ def make_lean_call(fn: Function):
 
 
 def _writes_the_lean_call(name: str) -> property:
-    """`Function`'s attribute ``name``, which the lean call is written for: setting it writes the lean call
-    again (once the function has one), so that a call reads none of them."""
+    """`Function`'s attribute ``name``, which the lean call is written for: setting it to another value writes the
+    lean call again (once the function has one), so that a call reads none of them."""
     slot = vars(Function)[name]
 
     def set_and_write(fn, value):
+        rewrite = "lean_call" in vars(fn) and slot.__get__(fn) is not value
         slot.__set__(fn, value)
-        if "lean_call" in vars(fn):
+        if rewrite:
             fn.lean_call = make_lean_call(fn)
 
     return property(slot.__get__, set_and_write, doc=f"``Function.{name}``; setting it writes the lean call again.")

@@ -260,6 +260,17 @@ def test_unpack_single_and_return_none():
     assert fn(np.ones(2)) is None
 
 
+def test_the_lean_call_is_written_again_only_when_an_attribute_it_is_written_for_changes():
+    x = pt.dvector("x")
+    fn = pytensor.function([x], x * 2, mode="LLVM")
+    written = fn.lean_call
+    fn.trust_input, fn.unpack_single, fn.return_none, fn.profile = False, True, False, None
+    assert fn.lean_call is written
+    fn.trust_input = True
+    assert fn.lean_call is not written
+    assert fn.trust_input is True
+
+
 def test_python_values_are_filtered_as_stock(pytensor_calls):
     def make(mode):
         v, s, i = pt.dvector("v", shape=(3,)), pt.dscalar("s"), pt.lscalar("i")

@@ -1,4 +1,5 @@
-"""The compiled function of the LLVM mode: PyTensor's `Function`, safe to call from several threads.
+"""The compiled function of the LLVM mode: PyTensor's `Function`, safe to call from several threads, whose common
+call skips PyTensor's bookkeeping and keeps its checks.
 
 PyTensor's ``Function.__call__`` writes its arguments into the input storage cells it shares with the linker's
 thunk, calls the thunk, which reads them back, and then empties the cells. Two threads calling one function
@@ -9,36 +10,234 @@ call sees only its own arguments. It costs no parallelism: numba's compiled code
 Python threads never ran at once. The lock is re-entrant: a call made from inside the function's own call (an
 op's ``perform`` calling it) goes on as stock's would instead of deadlocking.
 
+What ``Function.__call__`` does around the compiled code (each argument through ``_validate_inputs``' loops and
+``TensorType.filter``, the ``provided`` counts, the outputs written into their cells by the thunk and read back)
+cost 2.6-3.4 µs a call of PyMC's log-density and gradient, more than their ``jit_fn``; PyMC's NUTS calls it at
+each leapfrog step. So calling an `LLVMFunction` calls its lean call, code written per function
+(`lean_call_source`): for as many positional arguments as the function has explicit inputs, it keeps each
+argument that ``filter`` would return unchanged (an aligned `numpy.ndarray` of the input's dtype, ndim and static
+shape) and filters any other with that very ``filter``, unless ``trust_input`` is set; then, holding the lock, it
+writes them into the input cells, calls the thunk's own ``call_graph`` (which reads the cells: packs, native
+scalars and all, so a call computes, and fails, as the thunk's does), stores the updates and empties the cells as
+``Function.__call__`` does, and returns the outputs. PyTensor's call makes every other call: keyword arguments,
+fewer or more arguments (inputs left to their defaults, or PyTensor's error), a profiled function, ``vm.allow_gc``
+off (PyTensor then leaves values in the cells), inputs that may alias (``In(borrow=True)``, whose arguments
+PyTensor copies) when checked, or an argument ``filter`` rejects (PyTensor raises the error again, with its note).
+
 Every `Mode` whose linker is ours makes them, a plain ``Mode(linker="llvm")`` and the one PyMC's ``compile``
 rebuilds on our linker too: ``Mode.function_maker`` is `function_maker` (``llvm_functions`` in
 ``llvm_backend.process``).
 
 ``fn.vm.jit_fn`` shares no state between calls (it packs its arguments on its own stack) and needs no lock:
-nutpie's chains call it from their own threads.
+nutpie's chains call it from their own threads. The lean call does not call it: ``jit_fn``'s entry calls the
+graph function by address, which no cache keeps, so it is compiled in every process, where ``call_graph`` runs
+the cached graph function.
 """
 
 import threading
+from functools import partial
+from operator import attrgetter
+from types import MethodType
 
+import numpy as np
 from pytensor.compile.executor import Function
 from pytensor.compile.maker import FunctionMaker
+from pytensor.link.utils import raise_with_op
+from pytensor.tensor.type import TensorType
 
 from llvm_backend.linker import LLVMLinker
 
-__all__ = ["LLVMFunction", "LLVMFunctionMaker", "function_maker"]
+__all__ = ["LLVMFunction", "LLVMFunctionMaker", "function_maker", "lean_call_source", "make_lean_call"]
+
+NOT_GIVEN = object()
+"""The default of each parameter of a lean call: the argument was not given."""
+REJECTED = object()
+"""What `filtered` returns for an argument its input type's ``filter`` rejects."""
+
+
+def filtered(container, value):
+    """``value`` through its input type's ``filter``, as ``_validate_inputs`` stores it in ``container``, or
+    `REJECTED` when ``filter`` raises (PyTensor's call then raises it again, with its note)."""
+    try:
+        return container.type.filter(value, strict=container.strict, allow_downcast=container.allow_downcast)
+    except Exception:
+        return REJECTED
+
+
+def pytensor_call(fn, *args, **kwargs):
+    """PyTensor's call of ``fn``, holding its lock: a profiled function's lean call."""
+    with fn.call_lock:
+        return Function.__call__(fn, *args, **kwargs)
+
+
+def given_to_pytensor(fn, given: tuple, more: tuple, kwargs: dict):
+    """`pytensor_call` of the arguments a lean call was given: those of its parameters that are not `NOT_GIVEN`,
+    then ``more``, and ``kwargs``."""
+    return pytensor_call(fn, *(arg for arg in given if arg is not NOT_GIVEN), *more, **kwargs)
+
+
+def raise_as_thunk(fgraph, thunk):
+    """Re-raise the exception being handled as the linker's thunk does: with ``raise_with_op``'s notes on the
+    graph's first output node."""
+    output_nodes = [out.owner for out in fgraph.outputs if out.owner is not None][:1]
+    raise_with_op(fgraph, output_nodes[0], thunk)
+
+
+def unchanged_by_filter(name: str, k: int, input_type) -> str:
+    """The test that argument ``name`` of input ``k`` is what ``input_type.filter`` returns unchanged: an aligned
+    `numpy.ndarray` of the type's dtype (the very dtype object, so not byte-swapped), ndim and static shape
+    (``dtype{k}`` in the lean call's globals); ``False`` for an input that is not a tensor."""
+    if not isinstance(input_type, TensorType):
+        return "False"
+    shape = input_type.shape
+    fits = [f"{name}.ndim == {len(shape)}"]
+    # len() is the first axis's length, without the tuple .shape makes
+    fits += [f"len({name}) == {shape[0]}"] if shape and shape[0] is not None else []
+    fits += [f"{name}.shape[{axis}] == {length}" for axis, length in enumerate(shape) if axis and length is not None]
+    return " and ".join([f"type({name}) is ndarray", f"{name}.dtype is dtype{k}", *fits, f"{name}.flags.aligned"])
+
+
+def _tuple_display(names: list[str]) -> str:
+    return f"({names[0]},)" if len(names) == 1 else f"({', '.join(names)})"
+
+
+def _checked_arguments(input_types: list, fall_back: str) -> list[str]:
+    """The lines of a lean call that filter each argument ``a{k}`` unless `unchanged_by_filter`, into ``v{k}``."""
+    lines = []
+    for k, input_type in enumerate(input_types):
+        lines += [f"    if not ({unchanged_by_filter(f'a{k}', k, input_type)}):"]
+        lines += [
+            f"        v{k} = filtered(container{k}, a{k})",
+            f"        if v{k} is REJECTED:",
+            f"            {fall_back}",
+        ]
+    return lines
+
+
+def _returned(outputs: list[str], fn: Function) -> str:
+    """What the lean call of ``fn`` returns of its ``outputs`` (the returned ones), as ``Function.__call__`` does for
+    ``fn``'s ``unpack_single`` and ``return_none``."""
+    if fn.unpack_single:
+        return outputs[0] if outputs else "[][0]"
+    return "None" if fn.return_none else f"[{', '.join(outputs)}]"
+
+
+def lean_call_source(fn: Function) -> str:
+    """The source of ``lean_call(fn, a0, ..., /, *more, **kwargs)``, ``fn``'s call on one argument per explicit
+    input, returning what ``Function.__call__`` returns; written for ``fn``'s current ``trust_input``,
+    ``unpack_single`` and ``return_none`` (`LLVMFunction` writes it again when one is set).
+    `given_to_pytensor` makes the call instead when there are fewer or more arguments or keywords, ``fn``'s vm's
+    ``allow_gc`` is off, or an argument is one ``filter`` rejects (or any checked call of inputs that may alias,
+    which PyTensor copies). Unless ``fn.trust_input``, each argument is kept when `unchanged_by_filter`, else
+    filtered. Then, holding the lock, the arguments go into their cells, the thunk's ``call_graph`` runs, each
+    update's output goes into its input's cell, and the cells of the required inputs are emptied. Written out, so
+    each argument costs a few expressions and no Python call of ours. A vector and a shared variable updated by
+    the second of two outputs::
+
+        def lean_call(fn, a0=NOT_GIVEN, /, *more, **kwargs):
+            if more or kwargs or a0 is NOT_GIVEN or not vm.allow_gc:
+                return given_to_pytensor(fn, (a0,), more, kwargs)
+            v0 = a0
+            if not (type(a0) is ndarray and a0.dtype is dtype0 and a0.ndim == 1 and a0.flags.aligned):
+                v0 = filtered(container0, a0)
+                if v0 is REJECTED:
+                    return given_to_pytensor(fn, (a0,), more, kwargs)
+            acquire()
+            try:
+                cell0[0] = v0
+                try:
+                    o0, o1 = call_graph()
+                except Exception:
+                    raise_as_thunk()
+                cell1[0] = o1
+                cell0[0] = None
+            finally:
+                release()
+            return o0
+    """
+    containers = fn.input_storage
+    names = [f"a{k}" for k, container in enumerate(containers) if not container.implicit]
+    outputs = [f"o{j}" for j in range(len(fn.output_storage))]
+    fall_back = f"return given_to_pytensor(fn, {_tuple_display(names)}, more, kwargs)"
+    parameters = ["fn", *(f"{name}=NOT_GIVEN" for name in names), "/", "*more", "**kwargs"]
+    refused = ["more", "kwargs", *(f"{name} is NOT_GIVEN" for name in names[-1:]), "not vm.allow_gc"]
+    lines = [f"def lean_call({', '.join(parameters)}):", f"    if {' or '.join(refused)}:", f"        {fall_back}"]
+    lines += [f"    v{k} = {name}" for k, name in enumerate(names)]
+    if names and not fn.trust_input:
+        types = [container.type for container in containers[: len(names)]]
+        aliased = fn._potential_aliased_input_groups
+        lines += [f"    {fall_back}"] if aliased else _checked_arguments(types, fall_back)
+    lines += ["    acquire()", "    try:", *(f"        cell{k}[0] = v{k}" for k in range(len(names)))]
+    unpacked = "(o0,)" if len(outputs) == 1 else ", ".join(outputs)
+    called = f"{unpacked} = call_graph()" if outputs else "call_graph()"
+    lines += ["        try:", f"            {called}", "        except Exception:", "            raise_as_thunk()"]
+    lines += [f"        cell{containers.index(container)}[0] = o{j}" for j, container in fn._update_input_storage]
+    lines += [f"        cell{k}[0] = None" for k, container in enumerate(containers) if container.required]
+    lines += ["    finally:", "        release()", f"    return {_returned(outputs[: fn._n_returned_outputs], fn)}"]
+    return "\n".join(lines) + "\n"
+
+
+def make_lean_call(fn: Function):
+    """``fn``'s lean call (`lean_call_source`), bound to ``fn``; for a profiled function, `pytensor_call` (the
+    profile times PyTensor's call)."""
+    if fn.profile:
+        return MethodType(pytensor_call, fn)
+    lock = fn.call_lock
+    namespace = {
+        "ndarray": np.ndarray,
+        "NOT_GIVEN": NOT_GIVEN,
+        "REJECTED": REJECTED,
+        "filtered": filtered,
+        "given_to_pytensor": given_to_pytensor,
+        "vm": fn.vm,
+        "call_graph": fn.vm.call_graph,
+        "acquire": lock.acquire,
+        "release": lock.release,
+        "raise_as_thunk": partial(raise_as_thunk, fn.maker.fgraph, fn.vm),
+    }
+    for k, container in enumerate(fn.input_storage):
+        namespace |= {f"container{k}": container, f"cell{k}": container.storage}
+        if isinstance(container.type, TensorType):
+            namespace[f"dtype{k}"] = container.type.numpy_dtype
+    exec(compile(lean_call_source(fn), "<llvm_backend lean_call>", "exec"), namespace)
+    return MethodType(namespace["lean_call"], fn)
+
+
+def _writes_the_lean_call(name: str) -> property:
+    """`Function`'s attribute ``name``, which the lean call is written for: setting it to another value writes the
+    lean call again (once the function has one), so that a call reads none of them."""
+    slot = vars(Function)[name]
+
+    def set_and_write(fn, value):
+        rewrite = "lean_call" in vars(fn) and slot.__get__(fn) is not value
+        slot.__set__(fn, value)
+        if rewrite:
+            fn.lean_call = make_lean_call(fn)
+
+    return property(slot.__get__, set_and_write, doc=f"``Function.{name}``; setting it writes the lean call again.")
 
 
 class LLVMFunction(Function):
     """A `Function` whose calls hold a lock of its own: the thread that sets its inputs is the one whose
-    call reads them. It pickles as PyTensor's `Function` does (``pickle_llvm_function`` in
-    ``llvm_backend.process``: copyreg keys PyTensor's pickling by the exact class)."""
+    call reads them. A call runs its lean call (`make_lean_call`), which hands what it does not take to PyTensor's.
+    It pickles as PyTensor's `Function` does (``pickle_llvm_function`` in ``llvm_backend.process``: copyreg keys
+    PyTensor's pickling by the exact class)."""
+
+    trust_input = _writes_the_lean_call("trust_input")
+    profile = _writes_the_lean_call("profile")
+    unpack_single = _writes_the_lean_call("unpack_single")
+    return_none = _writes_the_lean_call("return_none")
 
     def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
         self.call_lock = threading.RLock()
+        super().__init__(*args, **kwargs)
+        self.lean_call = make_lean_call(self)
 
-    def __call__(self, *args, **kwargs):
-        with self.call_lock:
-            return super().__call__(*args, **kwargs)
+    __call__ = property(
+        attrgetter("lean_call"),
+        doc="""The function's lean call: calling the function calls it, and nothing in between (a ``__call__``
+        method calling it took a Python frame and its ``*args`` and ``**kwargs`` more, about 0.1 µs).""",
+    )
 
 
 class LLVMFunctionMaker(FunctionMaker):

@@ -5,8 +5,9 @@ PyTensor's ``Function.__call__`` writes its arguments into the input storage cel
 thunk, calls the thunk, which reads them back, and then empties the cells. Two threads calling one function
 interleave those steps wherever CPython switches threads: one thread's call reads the other's arguments (a
 wrong value, silently) or cells the other has emptied already. A 60-scalar graph called from 4 threads got
-about one of each per 4,000 calls. `LLVMFunction` makes each call one critical section of the function, so a
-call sees only its own arguments. It costs no parallelism: numba's compiled code holds the GIL, so calls from
+about one of each per 4,000 calls. `LLVMFunction` makes each call through the cells one critical section of the
+function, so a call sees only its own arguments (a call passing its arguments to the graph function itself uses no
+cell and takes no lock). It costs no parallelism: numba's compiled code holds the GIL, so calls from
 Python threads never ran at once. The lock is re-entrant: a call made from inside the function's own call (an
 op's ``perform`` calling it) goes on as stock's would instead of deadlocking.
 
@@ -16,13 +17,15 @@ cost 2.6-3.4 µs a call of PyMC's log-density and gradient, more than their ``ji
 each leapfrog step. So calling an `LLVMFunction` calls its lean call, code written per function
 (`lean_call_source`): for as many positional arguments as the function has explicit inputs, it keeps each
 argument that ``filter`` would return unchanged (an aligned `numpy.ndarray` of the input's dtype, ndim and static
-shape) and filters any other with that very ``filter``, unless ``trust_input`` is set; then, holding the lock, it
-writes them into the input cells, calls the thunk's own ``call_graph`` (which reads the cells: packs, native
-scalars and all, so a call computes, and fails, as the thunk's does), stores the updates and empties the cells as
-``Function.__call__`` does, and returns the outputs. PyTensor's call makes every other call: keyword arguments,
-fewer or more arguments (inputs left to their defaults, or PyTensor's error), a profiled function, ``vm.allow_gc``
-off (PyTensor then leaves values in the cells), inputs that may alias (``In(borrow=True)``, whose arguments
-PyTensor copies) when checked, or an argument ``filter`` rejects (PyTensor raises the error again, with its note).
+shape) and filters any other with that very ``filter``, unless ``trust_input`` is set; then it passes them to the
+graph function as the thunk would, where the call shares no state with other calls (`calls_the_graph_directly`),
+and otherwise, holding the lock, writes them into the input cells, calls the thunk's own ``call_graph`` (which
+reads the cells: packs, native scalars and all, so a call computes, and fails, as the thunk's does), stores the
+updates and empties the cells as ``Function.__call__`` does; it returns the outputs. PyTensor's call makes every
+other call: keyword arguments, fewer or more arguments (inputs left to their defaults, or PyTensor's error), a
+profiled function, ``vm.allow_gc`` off (PyTensor then leaves values in the cells), inputs that may alias
+(``In(borrow=True)``, whose arguments PyTensor copies) when checked, or an argument ``filter`` rejects (PyTensor
+raises the error again, with its note).
 
 Every `Mode` whose linker is ours makes them, a plain ``Mode(linker="llvm")`` and the one PyMC's ``compile``
 rebuilds on our linker too: ``Mode.function_maker`` is `function_maker` (``llvm_functions`` in
@@ -45,7 +48,9 @@ from pytensor.compile.maker import FunctionMaker
 from pytensor.link.utils import raise_with_op
 from pytensor.tensor.type import TensorType
 
+from llvm_backend.codegen import NATIVE_SCALARS
 from llvm_backend.linker import LLVMLinker
+from llvm_backend_intrinsics.argpack import ArrayPack
 
 __all__ = ["LLVMFunction", "LLVMFunctionMaker", "function_maker", "lean_call_source", "make_lean_call"]
 
@@ -129,10 +134,34 @@ def lean_call_source(fn: Function) -> str:
     `given_to_pytensor` makes the call instead when there are fewer or more arguments or keywords, ``fn``'s vm's
     ``allow_gc`` is off, or an argument is one ``filter`` rejects (or any checked call of inputs that may alias,
     which PyTensor copies). Unless ``fn.trust_input``, each argument is kept when `unchanged_by_filter`, else
-    filtered. Then, holding the lock, the arguments go into their cells, the thunk's ``call_graph`` runs, each
-    update's output goes into its input's cell, and the cells of the required inputs are emptied. Written out, so
-    each argument costs a few expressions and no Python call of ours. A vector and a shared variable updated by
-    the second of two outputs::
+    filtered. Where `calls_the_graph_directly`, the arguments then go to the graph function as the thunk passes
+    them (`graph_arguments`); else, holding the lock, they go into their cells, the thunk's ``call_graph`` runs,
+    each update's output goes into its input's cell, and the cells of the required inputs are emptied. Written
+    out, so each argument costs a few expressions and no Python call of ours. A vector and a scalar, the graph
+    function taking the scalar as a float::
+
+        def lean_call(fn, a0=NOT_GIVEN, a1=NOT_GIVEN, /, *more, **kwargs):
+            if more or kwargs or a1 is NOT_GIVEN or not vm.allow_gc:
+                return given_to_pytensor(fn, (a0, a1), more, kwargs)
+            v0 = a0
+            v1 = a1
+            if not (type(a0) is ndarray and a0.dtype is dtype0 and a0.ndim == 1 and a0.flags.aligned):
+                v0 = filtered(container0, a0)
+                if v0 is REJECTED:
+                    return given_to_pytensor(fn, (a0, a1), more, kwargs)
+            if not (type(a1) is ndarray and a1.dtype is dtype1 and a1.ndim == 0 and a1.flags.aligned):
+                v1 = filtered(container1, a1)
+                if v1 is REJECTED:
+                    return given_to_pytensor(fn, (a0, a1), more, kwargs)
+            try:
+                o0, o1 = graph_fn(v0, float64(v1))
+            except Exception:
+                cell0[0] = v0
+                cell1[0] = v1
+                raise_as_thunk()
+            return [o0, o1]
+
+    A vector and a shared variable updated by the second of two outputs::
 
         def lean_call(fn, a0=NOT_GIVEN, /, *more, **kwargs):
             if more or kwargs or a0 is NOT_GIVEN or not vm.allow_gc:
@@ -167,14 +196,53 @@ def lean_call_source(fn: Function) -> str:
         types = [container.type for container in containers[: len(names)]]
         aliased = fn._potential_aliased_input_groups
         lines += [f"    {fall_back}"] if aliased else _checked_arguments(types, fall_back)
-    lines += ["    acquire()", "    try:", *(f"        cell{k}[0] = v{k}" for k in range(len(names)))]
     unpacked = "(o0,)" if len(outputs) == 1 else ", ".join(outputs)
+    returned = f"    return {_returned(outputs[: fn._n_returned_outputs], fn)}"
+    if calls_the_graph_directly(fn):
+        called = f"graph_fn({', '.join(graph_arguments(fn, len(names)))})"
+        called = f"{unpacked} = {called}" if outputs else called
+        # a failed call leaves its arguments in the cells, as PyTensor's does
+        kept = [f"        cell{k}[0] = v{k}" for k in range(len(names))]
+        lines += ["    try:", f"        {called}", "    except Exception:", *kept, "        raise_as_thunk()", returned]
+        return "\n".join(lines) + "\n"
+    lines += ["    acquire()", "    try:", *(f"        cell{k}[0] = v{k}" for k in range(len(names)))]
     called = f"{unpacked} = call_graph()" if outputs else "call_graph()"
     lines += ["        try:", f"            {called}", "        except Exception:", "            raise_as_thunk()"]
     lines += [f"        cell{containers.index(container)}[0] = o{j}" for j, container in fn._update_input_storage]
     lines += [f"        cell{k}[0] = None" for k, container in enumerate(containers) if container.required]
-    lines += ["    finally:", "        release()", f"    return {_returned(outputs[: fn._n_returned_outputs], fn)}"]
+    lines += ["    finally:", "        release()", returned]
     return "\n".join(lines) + "\n"
+
+
+def calls_the_graph_directly(fn: Function) -> bool:
+    """Whether ``fn``'s lean call passes its arguments to the graph function itself, neither through the input
+    cells nor under the lock: when the call shares no state with other calls, as for a function with no updates
+    (whose read, compute and write of a shared value must be one critical section), no explicit input with a
+    default (whose cell keeps a value given, for later calls) and no scalar pack (whose one object, passed at
+    every call, holds the input cells)."""
+    explicit = [container for container in fn.input_storage if not container.implicit]
+    return (
+        not fn._update_input_storage
+        and all(container.required for container in explicit)
+        and not any(pack.scalar for pack in fn.vm.graph_source.packs)
+    )
+
+
+def graph_arguments(fn: Function, n_explicit: int) -> list[str]:
+    """The graph function's arguments in the lean call, as the thunk's ``call_graph`` passes them but from the
+    checked arguments ``v{k}`` of the explicit inputs: an implicit input's (a shared variable's) cell read, a 0-d
+    input taken as a native scalar converted (``float64(v0)``: `NATIVE_SCALARS` in the call's globals), an array
+    pack built of its items (``pack{p}`` its `PackParam`), the constant parameters (``constant{c}``)."""
+    graph = fn.vm.graph_source
+    sources = [f"v{k}" if k < n_explicit else f"cell{k}[0]" for k in range(len(fn.input_storage))]
+    sources += [f"constant{c}" for c in range(len(graph.constant_params))]
+    packs = {id(pack): p for p, pack in enumerate(graph.packs)}
+
+    def pack(spec, items):
+        p = packs[id(spec)]
+        return f"ArrayPack(pack{p}.numba_type, pack{p}.dtype, [{', '.join(items)}])"
+
+    return graph.arguments(sources, pack=pack, scalar=lambda dtype, source: f"{dtype}({source})")
 
 
 def make_lean_call(fn: Function):
@@ -191,6 +259,11 @@ def make_lean_call(fn: Function):
         "given_to_pytensor": given_to_pytensor,
         "vm": fn.vm,
         "call_graph": fn.vm.call_graph,
+        "graph_fn": fn.vm.graph_fn,
+        "ArrayPack": ArrayPack,
+        **NATIVE_SCALARS,
+        **{f"pack{p}": pack for p, pack in enumerate(fn.vm.graph_source.packs)},
+        **{f"constant{c}": value for c, (_, value) in enumerate(fn.vm.graph_source.constant_params)},
         "acquire": lock.acquire,
         "release": lock.release,
         "raise_as_thunk": partial(raise_as_thunk, fn.maker.fgraph, fn.vm),

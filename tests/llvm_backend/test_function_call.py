@@ -17,7 +17,7 @@ from pytensor.compile.io import In, Out
 
 from llvm_backend.codegen import SCALAR_PACK_MIN
 from llvm_backend.dispatch import MAX_ITEMS
-from llvm_backend.function import LLVMFunction, lean_call_source
+from llvm_backend.function import LLVMFunction, calls_the_graph_directly, lean_call_source
 from llvm_backend.tools.testing import PY_MODE, assert_same_result
 
 MODES = {"py": PY_MODE, "NUMBA": "NUMBA"}
@@ -411,17 +411,33 @@ def test_borrowed_outputs_and_inputs_alias_as_stock():
     np.testing.assert_array_equal(fn(a), a)
 
 
-def test_a_call_holds_the_functions_lock():
-    x = pt.dvector("x")
-    fn = pytensor.function([x], x * 2, mode="LLVM")
+def _call_while_locked(fn, *args):
+    """Call ``fn`` from another thread while this one holds its lock; whether the call had to wait, and its result."""
     results = []
-    call = threading.Thread(target=lambda: results.append(fn(np.ones(2))))
+    call = threading.Thread(target=lambda: results.append(fn(*args)))
     with fn.call_lock:
         call.start()
         call.join(timeout=0.2)
-        assert call.is_alive() and results == []
+        waited = call.is_alive() and results == []
     call.join()
-    np.testing.assert_array_equal(results[0], [2.0, 2.0])
+    return waited, results[0]
+
+
+def test_a_call_through_the_cells_holds_the_lock_and_a_direct_call_takes_none():
+    s = pt.dscalar("s")
+    counter = pytensor.shared(np.array(0.0))
+    updating = pytensor.function([s], counter + s, updates={counter: counter + s}, mode="LLVM")
+    scalars = [pt.dscalar(f"s{k}") for k in range(SCALAR_PACK_MIN)]
+    packed = pytensor.function(scalars, pt.add(*scalars), mode="LLVM")
+    x = pt.dvector("x")
+    direct = pytensor.function([x], x * 2, mode="LLVM")
+    assert not calls_the_graph_directly(updating) and not calls_the_graph_directly(packed)
+    assert calls_the_graph_directly(direct)
+    assert _call_while_locked(updating, 1.0) == (True, 1.0)
+    assert _call_while_locked(packed, *range(SCALAR_PACK_MIN)) == (True, sum(range(SCALAR_PACK_MIN)))
+    waited, doubled = _call_while_locked(direct, np.ones(2))
+    assert not waited
+    np.testing.assert_array_equal(doubled, [2.0, 2.0])
 
 
 def test_threads_lose_no_update():
@@ -457,9 +473,11 @@ def test_pickled_and_copied_functions_take_their_own_lean_call(pytensor_calls):
     assert pytensor_calls == []
 
 
-def test_the_documented_source_is_the_one_written():
-    x = pt.dvector("x")
+def test_the_documented_sources_are_the_ones_written():
+    x, scalar = pt.dvector("x"), pt.dscalar("s")
+    direct = pytensor.function([x, scalar], [x.sum() * scalar, x], mode="LLVM")
     s = pytensor.shared(np.array(0.0), name="s")
-    fn = pytensor.function([x], x.sum(), updates={s: s + 1}, mode="LLVM")
-    documented = lean_call_source.__doc__.split("::\n\n", 1)[1]
-    assert lean_call_source(fn) == "\n".join(line[8:] for line in documented.splitlines()).strip("\n") + "\n"
+    updating = pytensor.function([x], x.sum(), updates={s: s + 1}, mode="LLVM")
+    examples = [part.split("\n\n    ")[0] for part in lean_call_source.__doc__.split("::\n\n")[1:]]
+    for fn, documented in zip([direct, updating], examples, strict=True):
+        assert lean_call_source(fn) == "\n".join(line[8:] for line in documented.splitlines()).strip("\n") + "\n"

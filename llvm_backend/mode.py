@@ -7,6 +7,7 @@ from pytensor.graph.rewriting.db import RewriteDatabaseQuery, SequenceDB
 
 from llvm_backend.linker import REWRITE_TAG, LLVMLinker
 from llvm_backend.rewrites.hoist import hoist_invariants
+from llvm_backend.rewrites.logistic import share_logistic_exps
 
 __all__ = [
     "EXPOSE_SCALARS_NAME",
@@ -28,6 +29,13 @@ llvm_rewrites = SequenceDB()
 """Rewrites run only in the LLVM mode (anything using `LLVMLinker`)."""
 llvm_rewrites.register(
     "hoist_invariants", in2out(hoist_invariants, name="hoist_invariants"), "fast_run", REWRITE_TAG, position=0.5
+)
+llvm_rewrites.register(
+    "share_logistic_exps",
+    in2out(share_logistic_exps, name="share_logistic_exps"),
+    "fast_run",
+    REWRITE_TAG,
+    position=0.6,
 )
 
 

@@ -108,3 +108,15 @@ def test_the_command_prints_the_table_and_writes_json(tmp_path, capsys):
     assert set(payload) == {"versions", "footnote", "cases", "results"}
     assert list(payload["cases"]) == ["pymc_limit/eight_schools"]
     assert {row["graph"] for row in payload["results"]} == {"pymc_limit/eight_schools"}
+
+
+@pytest.mark.parametrize("name", LIMIT_MODELS)
+def test_the_llvm_modes_logp_and_gradient_are_stocks_and_the_references(name):
+    graph = limit_graph(name)
+    llvm, stock = pymc_compile(graph, "LLVM"), pymc_compile(graph, "NUMBA")
+    x0, *data = reference_arguments(name, graph)
+    rng = np.random.default_rng(1)
+    for x in [x0, *(x0 + rng.normal(0, 2, size=x0.size) for _ in range(CHECK_POINTS))]:
+        for got, want, reference in zip(llvm(x), stock(x), REFERENCES[name](x, *data), strict=True):
+            np.testing.assert_allclose(got, want, rtol=CHECK_TOLERANCE, atol=CHECK_TOLERANCE)
+            np.testing.assert_allclose(got, reference, rtol=CHECK_TOLERANCE, atol=CHECK_TOLERANCE)

@@ -41,6 +41,7 @@ from llvmlite import ir
 from numba.core import cgutils, errors, types, typing
 from numba.core.callconv import CPUCallConv
 from numba.core.imputils import fix_returning_optional
+from numba.core.typing.typeof import Purpose, typeof
 from numba.cpython.listobj import ListInstance
 from numba.extending import intrinsic
 
@@ -91,6 +92,14 @@ class GraphPlan:
     calls: tuple[PlanCall, ...] = ()
     outputs: tuple[int, ...] = ()
     lists: tuple[tuple[int, ...], ...] = field(default=())
+    constants: tuple = ()
+    """The values of the last of the ``n_arguments`` slots, which the intrinsic emits itself (numba's constants
+    of their types, as it lowers a global) instead of taking them in its tuple."""
+
+    @property
+    def n_passed(self) -> int:
+        """How many of the ``n_arguments`` slots the tuple argument holds: all but the constants."""
+        return self.n_arguments - len(self.constants)
 
 
 def _pack_argument_type(argument_types, label):
@@ -107,6 +116,8 @@ def _pack_argument_type(argument_types, label):
 def _type_plan(typingctx, plan: GraphPlan, argument_types):
     """The slot types and, per call, its function type, signature and argument types."""
     slot_types = {i: types.unliteral(t) for i, t in enumerate(argument_types)}
+    constant_types = (types.unliteral(typeof(value, Purpose.constant)) for value in plan.constants)
+    slot_types |= dict(enumerate(constant_types, start=plan.n_passed))
     for item in plan.items:
         pack = slot_types[item.pack]
         if not isinstance(pack, ArrayPackType | ScalarPackType) or not 0 <= item.index < pack.count:
@@ -255,6 +266,8 @@ class _Slots:
             i: context.cast(builder, builder.extract_value(arguments, i), argument_type, slot_types[i])
             for i, argument_type in enumerate(argument_types)
         }
+        for i, value in enumerate(plan.constants, start=plan.n_passed):
+            self.values[i] = context.get_constant_generic(builder, slot_types[i], value)
         self.owned = set()
 
     def value(self, slot):
@@ -547,7 +560,7 @@ def _emit_calls(context, builder, plan: GraphPlan, typed_calls, slots: _Slots, p
 
 
 def graph_intrinsic(plan: GraphPlan, lists: bool = False):
-    """An intrinsic running ``plan`` on one tuple of its ``n_arguments`` values; it returns the tuple of
+    """An intrinsic running ``plan`` on one tuple of its ``n_passed`` values; it returns the tuple of
     ``plan.outputs`` followed by one Python list per group of ``plan.lists`` (`BoxedListType`), built in
     one loop with no heap allocation of numba's, for a function called from Python. With ``lists=True`` each
     group comes back as a numba list instead, which compiled code can read (`llvm_backend.linker.graph_entry`).
@@ -555,8 +568,8 @@ def graph_intrinsic(plan: GraphPlan, lists: bool = False):
 
     @intrinsic
     def run_graph(typingctx, arguments):
-        if not isinstance(arguments, types.BaseTuple) or len(arguments) != plan.n_arguments:
-            raise errors.TypingError(f"run_graph: expected a tuple of {plan.n_arguments} arguments, got {arguments}")
+        if not isinstance(arguments, types.BaseTuple) or len(arguments) != plan.n_passed:
+            raise errors.TypingError(f"run_graph: expected a tuple of {plan.n_passed} arguments, got {arguments}")
         slot_types, typed_calls = _type_plan(typingctx, plan, arguments)
         list_types = [array_list_type(slot_types[group[0]]) for group in plan.lists]
         if not lists:

@@ -3,9 +3,12 @@
 PyTensor's ``fgraph_to_python`` writes ``out = node_fn(a0, ..., aN)`` per node and ``return o0, ..., oM``,
 which numba lowers through one variable per value (quadratic in places: a tuple display of over 30 items
 becomes a chain of tuple additions; numba's ``Lower`` scans a block's assignments once per variable). Here
-the function has one statement: it passes its parameters and the graph's constants, as one tuple, to an
+the function has one statement: it passes its parameters and the graph's other constants, as one tuple, to an
 intrinsic that emits every node's call from a `GraphPlan` (`llvm_backend_intrinsics.graph`): no numba variable per
-value, each node function typed once per distinct argument types, each value released after its last use.
+value, each node function typed once per distinct argument types, each value released after its last use. The
+plan emits the graph's array and number constants itself (``GraphPlan.constants``), as numba's constants of their
+types: as globals of the function, numba formatted each array's every element into its IR's text at least twice
+per compile (0.9 s of CPU of a 65-parameter regression's 4.1, its design matrix's 98 columns of 400 values).
 
 0-d float64 and int64 inputs are taken as native scalars; from ``SCALAR_PACK_MIN`` of a dtype on, as one
 `ScalarPack` parameter, which the thunk passes with the inputs' storage cells in it, read as native scalars
@@ -108,6 +111,14 @@ def tuple_source(names: list[str]) -> str:
         return f"({', '.join(names)},)"
     groups = [tuple_source(names[i : i + MAX_ITEMS]) for i in range(0, len(names), MAX_ITEMS)]
     return f"flatten_tuple({tuple_source(groups)})"
+
+
+def _emitted_by_the_plan(value) -> bool:
+    """Whether the plan emits constant ``value`` itself (`GraphPlan.constants`), not the function as a global: an
+    array or a numpy number. numba writes every global's value into its IR's text, which it formats at least twice
+    in a compile (a 400-element array: the whole array, each time; 98 such columns of a regression's design
+    matrix took 0.37 s)."""
+    return isinstance(value, np.ndarray | np.number | np.bool_)
 
 
 def _needs_parameter(value) -> bool:
@@ -317,6 +328,8 @@ class _Writer:
         self.constants: dict = {}
         self.parameter_constants: list = []
         self.embedded: list = []
+        self.plan_constants: list = []
+        """``(variable, value)`` of the constants the plan emits itself (`_emitted_by_the_plan`)."""
         self.slots: dict = {}
         self.scalar_slots: dict = {}
         """Each input passed as a native scalar -> its parameter's slot, or its item's in its scalar pack (``slots``
@@ -339,6 +352,8 @@ class _Writer:
                 if _needs_parameter(value):
                     self.constant_params.append((self.constants[var], value))
                     self.parameter_constants.append(var)
+                elif _emitted_by_the_plan(value):
+                    self.plan_constants.append((var, value))
                 else:
                     self.global_env[self.constants[var]] = value
                     self.embedded.append(var)
@@ -362,7 +377,8 @@ class _Writer:
         self.direct_sources = [i for i in range(len(sources)) if i not in packed]
         self.params = [*(self.name_of(sources[i]) for i in self.direct_sources), *(p.name for p in self.packs)]
         self.slots = {sources[i]: slot for slot, i in enumerate(self.direct_sources)}
-        self.slots |= {var: len(self.params) + k for k, var in enumerate(self.embedded)}
+        constants = [*self.embedded, *(var for var, _ in self.plan_constants)]
+        self.slots |= {var: len(self.params) + k for k, var in enumerate(constants)}
         self.n_arguments = len(self.slots) + len(self.packs)
         for p, pack in enumerate(self.packs, start=len(self.direct_sources)):
             for k, i in enumerate(pack.positions):
@@ -417,6 +433,7 @@ class _Writer:
             tuple(calls),
             tuple(slots[fgraph.outputs[i]] for i in direct_outputs),
             tuple(tuple(slots[fgraph.outputs[i]] for i in positions) for positions in output_lists),
+            tuple(value for _, value in self.plan_constants),
         )
         embedded = [self.name_of(var) for var in self.embedded]
         node_keys = [

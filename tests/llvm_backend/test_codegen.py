@@ -245,3 +245,15 @@ def test_like_nodes_on_packed_inputs_are_one_loop_whatever_their_number():
 def test_the_tuple_source_of_nothing_is_the_empty_tuple():
     # the entry of a graph without inputs calls the graph function on it
     assert eval(tuple_source([])) == ()
+
+
+def test_array_and_number_constants_are_the_plans_not_globals_of_the_function():
+    x = pt.dvector("x")
+    columns = np.arange(24.0).reshape(4, 6)
+    out = sum(x * columns[:, i] for i in range(6)) + np.float64(2.5) * pt.exp(x)
+    fn, _ = compare_llvm_numba_and_py([x], out, [np.linspace(-1.0, 1.0, 4)], rtol=1e-12)
+    graph = fn.vm.graph_source
+    arrays = [value for value in graph.plan.constants if isinstance(value, np.ndarray)]
+    assert arrays and not any(isinstance(value, np.ndarray | np.number) for value in graph.global_env.values())
+    assert graph.plan.n_passed == len(graph.params) + len(graph.embedded)
+    assert all(name not in graph.source for name in graph.slot_names.values() if name.startswith("tensor_constant"))

@@ -8,6 +8,7 @@ from pytensor.graph.rewriting.db import RewriteDatabaseQuery, SequenceDB
 from llvm_backend.linker import REWRITE_TAG, LLVMLinker
 from llvm_backend.rewrites.hoist import hoist_invariants
 from llvm_backend.rewrites.logistic import share_logistic_exps
+from llvm_backend.rewrites.reductions import reduce_make_vector
 
 __all__ = [
     "EXPOSE_SCALARS_NAME",
@@ -36,6 +37,13 @@ llvm_rewrites.register(
     "fast_run",
     REWRITE_TAG,
     position=0.6,
+)
+llvm_rewrites.register(
+    "reduce_make_vector",
+    in2out(reduce_make_vector, name="reduce_make_vector"),
+    "fast_run",
+    REWRITE_TAG,
+    position=0.7,
 )
 
 

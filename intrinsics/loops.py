@@ -64,6 +64,11 @@ class LoopOutput:
     """``(before, after)``: an array output of a 1-d loop of ``n`` elements written at offset ``before`` of a
     new vector of ``before + n + after`` elements, which the loop returns whole: the output of a join of the
     output with entries of those static lengths, which `llvm_backend_intrinsics.join.filled_join` writes around it."""
+    indexed: tuple[int, str] | None = None
+    """``(k, mode)``: the function's values written into input ``into`` (the target: an array of the output's
+    dtype and of the loop's ndim, of the loop's shape but along index ``k``'s axis) at the positions index
+    ``k`` holds along that axis (`LoopSpec.indices`), added to what is there (``mode`` "inc", so repeated
+    positions accumulate) or stored ("set"); the target is returned. A read-only target is copied first."""
 
     @property
     def partial(self) -> bool:
@@ -75,10 +80,30 @@ class LoopSpec:
     broadcastable: tuple
     """Per input: None for a scalar, else the array's static broadcastable flags (one per dimension)."""
     outputs: tuple[LoopOutput, ...]
+    indices: tuple[tuple[int, bool], ...] = ()
+    """Per index array (the inputs after the function's, in order; the write targets follow them): the loop
+    axis it runs along and whether it is broadcastable there (of length 1, read at 0). A 1-d array of integers
+    (PyTensor makes a constant one of the smallest unsigned type holding it): its element at the loop's index
+    along that axis is the position there of the inputs read through it (`reads`) and of the targets written
+    through it (`LoopOutput.indexed`); a negative one counts from the end, as numpy's. Every position is
+    checked against every such array's length before anything is allocated or written (``IndexError``)."""
+    reads: tuple[int | None, ...] = ()
+    """Per input of the function: the index array it is read through (its position in `indices`), or None;
+    empty for none. Its ``broadcastable`` is that of what the function reads (``x[idx]``: along the index's
+    axis, the index's)."""
 
     @property
     def ndim(self) -> int:
         return len(next(b for b in self.broadcastable if b is not None))
+
+    @property
+    def n_inputs(self) -> int:
+        """The number of inputs the loop takes: the function's, the index arrays and the write targets."""
+        return len(self.broadcastable) + len(self.indices) + sum(o.indexed is not None for o in self.outputs)
+
+    def read_through(self, k: int) -> int | None:
+        """The index array function input ``k`` is read through, or None."""
+        return self.reads[k] if self.reads else None
 
 
 def _written_into(output: LoopOutput, ndim: int, inputs) -> int | None:
@@ -107,9 +132,13 @@ def _output_type(output: LoopOutput, ndim: int, inputs, into: int | None):
 
 
 def _check_inputs(spec: LoopSpec, inputs) -> None:
-    if not isinstance(inputs, types.BaseTuple) or len(inputs) != len(spec.broadcastable):
-        raise errors.TypingError(f"loop: expected a tuple of {len(spec.broadcastable)} inputs, got {inputs}")
-    for k, (kind, broadcastable) in enumerate(zip(inputs, spec.broadcastable, strict=True)):
+    if not isinstance(inputs, types.BaseTuple) or len(inputs) != spec.n_inputs:
+        raise errors.TypingError(f"loop: expected a tuple of {spec.n_inputs} inputs, got {inputs}")
+    n = len(spec.broadcastable)
+    for k, index in enumerate(inputs.types[n : n + len(spec.indices)], start=n):
+        if not (isinstance(index, types.Array) and index.ndim == 1 and isinstance(index.dtype, types.Integer)):
+            raise errors.TypingError(f"loop: input {k} must be a vector of indices, got {index}")
+    for k, (kind, broadcastable) in enumerate(zip(inputs.types[:n], spec.broadcastable, strict=True)):
         if broadcastable is None:
             if not isinstance(kind, types.Number | types.Boolean):
                 raise errors.TypingError(f"loop: input {k} must be a scalar, got {kind}")
@@ -117,11 +146,27 @@ def _check_inputs(spec: LoopSpec, inputs) -> None:
             raise errors.TypingError(f"loop: input {k} must be an array of {len(broadcastable)} dimensions, got {kind}")
 
 
+def _sizes(arrays, spec: LoopSpec, d: int) -> list:
+    """``(input, size)`` of each input (the function's and the index arrays) that sets the loop's size in
+    dimension ``d``: what the function reads there is not broadcastable."""
+    n = len(spec.broadcastable)
+    sizes = []
+    for k, ary in arrays.items():
+        if k < n:
+            index = spec.read_through(k)
+            if spec.broadcastable[k][d] or (index is not None and spec.indices[index][0] == d):
+                continue
+            sizes.append((k, ary.shapes[d]))
+        elif k < n + len(spec.indices) and spec.indices[k - n] == (d, False):
+            sizes.append((k, ary.shapes[0]))
+    return sizes
+
+
 def _emit_shape(context, builder, arrays, spec: LoopSpec):
     """The loop's shape (intp per dimension); raises ValueError when inputs disagree."""
     shape = []
     for d in range(spec.ndim):
-        sizes = [(k, ary.shapes[d]) for k, ary in arrays.items() if not spec.broadcastable[k][d]]
+        sizes = _sizes(arrays, spec, d)
         if not sizes:
             shape.append(_INTP(1))
             continue
@@ -132,6 +177,66 @@ def _emit_shape(context, builder, arrays, spec: LoopSpec):
                 context.call_conv.return_user_exc(builder, ValueError, (message,))
         shape.append(size)
     return shape
+
+
+def _users(spec: LoopSpec, k: int) -> list[int]:
+    """The inputs read or written through index array ``k``: the function's inputs it reads, then the
+    targets."""
+    readers = [j for j in range(len(spec.broadcastable)) if spec.read_through(j) == k]
+    return readers + [o.into for o in spec.outputs if o.indexed is not None and o.indexed[0] == k]
+
+
+def _emit_target_shapes(context, builder, arrays, spec: LoopSpec, shape) -> None:
+    """ValueError unless each write target is of the loop's shape in every dimension but its index's."""
+    for output in spec.outputs:
+        if output.indexed is None:
+            continue
+        axis = spec.indices[output.indexed[0]][0]
+        for d in range(spec.ndim):
+            if d == axis:
+                continue
+            with builder.if_then(builder.icmp_signed("!=", arrays[output.into].shapes[d], shape[d]), likely=False):
+                message = (
+                    f"the target of an indexed Elemwise output (input {output.into}) has an incompatible shape "
+                    f"in axis {d}"
+                )
+                context.call_conv.return_user_exc(builder, ValueError, (message,))
+
+
+def _emit_index_checks(context, builder, arrays, spec: LoopSpec) -> None:
+    """IndexError unless every position index array ``k`` holds is within every array read or written through
+    it, along its axis: ``-size <= position < size`` for the shortest."""
+    n = len(spec.broadcastable)
+    for k, (axis, _) in enumerate(spec.indices):
+        users = _users(spec, k)
+        if not users:
+            continue
+        size = arrays[users[0]].shapes[axis]
+        for user in users[1:]:
+            other = arrays[user].shapes[axis]
+            size = builder.select(builder.icmp_signed("<", other, size), other, size)
+        index = arrays[n + k]
+        with cgutils.for_range(builder, index.shapes[0]) as loop:
+            position = _position(context, builder, index, loop.index)
+            if index.type.dtype.signed:
+                below = builder.icmp_signed("<", position, builder.neg(size))
+                outside = builder.or_(below, builder.icmp_signed(">=", position, size))
+            else:
+                # a uint64 position past intp's range reads as negative: unsigned, it is past any size
+                outside = builder.icmp_unsigned(">=", position, size)
+            with builder.if_then(outside, likely=False):
+                message = f"index out of bounds in axis {axis} of an indexed Elemwise input or output (index {n + k})"
+                context.call_conv.return_user_exc(builder, IndexError, (message,))
+
+
+def _position(context, builder, index, at):
+    """Element ``at`` of the index array ``index`` (an `_Array`), as an intp."""
+    return context.cast(builder, index.load(context, builder, [at], None), index.type.dtype, types.intp)
+
+
+def _wrapped(builder, position, size):
+    """``position`` counted from the end of ``size`` when negative, as numpy's."""
+    return builder.select(builder.icmp_signed("<", position, _INTP(0)), builder.add(position, size), position)
 
 
 class _Array:
@@ -203,10 +308,14 @@ class _Operand:
     result_type: types.Type
     accumulator: types.Type | None = None
     rule: Callable | None = None
+    axis: int | None = None
+    """An indexed output's: the axis its index runs along."""
 
     def emitter(self) -> "_Emitter":
         """A fresh emitter of this output, of its kind."""
         output = self.output
+        if output.indexed is not None:
+            return _IndexedWrite(self)
         if self.into is not None:
             return _IntoInput(self)
         if output.reduce is None:
@@ -232,7 +341,9 @@ class _Emitter:
     def fill(self, context, builder, shape) -> None:
         """Step 3: a reduction over some axes' array, filled with the identity."""
 
-    def store(self, context, builder, indices, item) -> None:
+    def store(self, context, builder, indices, item, positions) -> None:
+        """At each element: the function's value ``item`` at loop ``indices``; ``positions``, per index array,
+        its position there (an intp, as held: negative ones not yet counted from the end)."""
         dtype = self.operand.type.dtype
         self.array.store(context, builder, indices, context.cast(builder, item, self.operand.result_type, dtype))
 
@@ -274,7 +385,7 @@ class _FullReduction(_Emitter):
         identity = context.get_constant(self.operand.accumulator, self.operand.output.identity)
         self.slot = cgutils.alloca_once_value(builder, identity, name="loop.acc")
 
-    def store(self, context, builder, indices, item) -> None:
+    def store(self, context, builder, indices, item, positions) -> None:
         operand = self.operand
         value = context.cast(builder, item, operand.result_type, operand.accumulator)
         builder.store(operand.rule(context, builder, builder.load(self.slot), value), self.slot)
@@ -300,12 +411,46 @@ class _PartialReduction(_Emitter):
         with cgutils.loop_nest(builder, self.array.shapes, _INTP) as at:
             self.array.store(context, builder, at, identity)
 
-    def store(self, context, builder, indices, item) -> None:
+    def store(self, context, builder, indices, item, positions) -> None:
         operand = self.operand
         at = [indices[d] for d in self.kept]
         value = context.cast(builder, item, operand.result_type, operand.accumulator)
         total = operand.rule(context, builder, self.array.load(context, builder, at, None), value)
         self.array.store(context, builder, at, total)
+
+
+class _IndexedWrite(_Emitter):
+    """The values written into a target at an index array's positions along its axis, added to what is there
+    or stored; the target is handed out (a read-only one copied first, the copy handed out)."""
+
+    def allocate(self, context, builder, shape, arrays) -> None:
+        operand = self.operand
+        if operand.into is not None:
+            self.array = arrays[operand.into]
+            return
+        target = arrays[operand.output.into]
+        self.array = _Array.new(context, builder, operand.type, target.shapes)
+        with cgutils.loop_nest(builder, target.shapes, _INTP) as at:
+            self.array.store(context, builder, at, target.load(context, builder, at, None))
+
+    def store(self, context, builder, indices, item, positions) -> None:
+        operand = self.operand
+        k, mode = operand.output.indexed
+        at = list(indices)
+        at[operand.axis] = _wrapped(builder, positions[k], self.array.shapes[operand.axis])
+        pointer = self.array.pointer(context, builder, at)
+        dtype = operand.type.dtype
+        value = context.cast(builder, item, operand.result_type, dtype)
+        if mode == "inc":
+            value = combine_rule("add", dtype)(context, builder, context.unpack_value(builder, dtype, pointer), value)
+        context.pack_value(builder, dtype, value, pointer)
+
+    def value(self, context, builder, values):
+        if self.operand.into is None:
+            return self.array.value
+        value = values[self.operand.into]
+        context.nrt.incref(builder, self.operand.type, value)
+        return value
 
 
 @dataclass(frozen=True)
@@ -329,7 +474,10 @@ class _TypedLoop:
             for k, (t, v) in enumerate(zip(self.inputs, values))
             if isinstance(t, types.Array)
         }
-        shape = _emit_shape(context, builder, arrays, self.spec)
+        spec = self.spec
+        shape = _emit_shape(context, builder, arrays, spec)
+        _emit_target_shapes(context, builder, arrays, spec, shape)
+        _emit_index_checks(context, builder, arrays, spec)
         emitters = [operand.emitter() for operand in self.operands]
         for emitter in emitters:
             emitter.allocate(context, builder, shape, arrays)
@@ -338,20 +486,38 @@ class _TypedLoop:
         for emitter in emitters:
             emitter.fill(context, builder, shape)
         impl = context.get_function(self.function, self.signature)
+        n = len(spec.broadcastable)
         with cgutils.loop_nest(builder, shape, _INTP) as indices:
-            arguments = [
-                arrays[k].load(context, builder, indices, self.spec.broadcastable[k]) if k in arrays else v
-                for k, v in enumerate(values)
+            positions = [
+                _position(context, builder, arrays[n + k], _INTP(0) if broadcastable else indices[axis])
+                for k, (axis, broadcastable) in enumerate(spec.indices)
             ]
+            arguments = [self._argument(context, builder, arrays, values, k, indices, positions) for k in range(n)]
             result = impl(builder, _call_arguments(context, builder, arguments, self.elements, self.signature.args))
             if isinstance(self.signature.return_type, types.BaseTuple):
                 items = [builder.extract_value(result, j) for j in range(len(emitters))]
             else:
                 items = [result]
             for emitter, item in zip(emitters, items, strict=True):
-                emitter.store(context, builder, indices, item)
+                emitter.store(context, builder, indices, item, positions)
         returned = [emitter.value(context, builder, values) for emitter in emitters]
         return context.make_tuple(builder, self.return_type, returned)
+
+    def _argument(self, context, builder, arrays, values, k, indices, positions):
+        """The function's input ``k`` at loop ``indices``: a scalar's value, an array's element there (through
+        its index array's position along that axis if it is read through one)."""
+        if k not in arrays:
+            return values[k]
+        array, broadcastable = arrays[k], self.spec.broadcastable[k]
+        index = self.spec.read_through(k)
+        if index is None:
+            return array.load(context, builder, indices, broadcastable)
+        axis = self.spec.indices[index][0]
+        at = [
+            _wrapped(builder, positions[index], array.shapes[d]) if d == axis else _INTP(0) if b else i
+            for d, (i, b) in enumerate(zip(indices, broadcastable, strict=True))
+        ]
+        return context.unpack_value(builder, array.type.dtype, array.pointer(context, builder, at))
 
 
 def _placed(spec: LoopSpec, inputs) -> list[tuple[int | None, types.Type]]:
@@ -368,7 +534,10 @@ def _operands(spec: LoopSpec, placed: list, result_types: list) -> tuple[_Operan
     types."""
     operands = []
     for output, (into, output_type), result_type in zip(spec.outputs, placed, result_types, strict=True):
-        if output.reduce is None:
+        if output.indexed is not None:
+            axis = spec.indices[output.indexed[0]][0]
+            operands.append(_Operand(output, output_type, into, result_type, axis=axis))
+        elif output.reduce is None:
             operands.append(_Operand(output, output_type, into, result_type))
         else:
             accumulator = from_dtype(output.acc_dtype)
@@ -385,7 +554,7 @@ def _typed_loop(spec: LoopSpec, typingctx, function, inputs):
         raise errors.TypingError(f"loop: function must be an @njit function or an intrinsic, got {function}")
     _check_inputs(spec, inputs)
     placed = _placed(spec, inputs)
-    elements = tuple(t.dtype if isinstance(t, types.Array) else t for t in inputs)
+    elements = tuple(t.dtype if isinstance(t, types.Array) else t for t in inputs.types[: len(spec.broadcastable)])
     function_sig = typingctx.resolve_function_type(function, elements, {})
     if function_sig is None:
         raise errors.TypingError(f"loop: cannot call {function} on {elements}")

@@ -12,10 +12,11 @@ element, scalar inputs read once, each full reduction in an accumulator LLVM kee
 Composite's scalar function is `composite_intrinsic`'s, emitted in the loop too.
 
 An in-place output is written into the input the node destroys, which it returns; a reduction over some
-axes accumulates in its output array. Nodes it does not take keep stock's function: indexed reads or writes
-(`FusedElemwise`'s ``indexed_inputs``/``indexed_outputs``), reductions ``full_reduce`` has no op for, complex
-accumulators, a reduction over some axes in an accumulator dtype other than its output's, and an in-place
-reduced output.
+axes accumulates in its output array. A `FusedElemwise`'s indexed reads and writes (``indexed_inputs``,
+``indexed_outputs``) are the loop's where each index is a vector of integers along one axis of sources and
+targets of the loop's ndim (`_indexing`). Nodes it does not take keep stock's function: other indexing,
+reductions ``full_reduce`` has no op for, complex accumulators, a reduction over some axes in an accumulator
+dtype other than its output's, and an in-place reduced output.
 """
 
 from dataclasses import replace
@@ -28,6 +29,7 @@ from pytensor.scalar import Composite, ScalarType
 from pytensor.tensor.elemwise import Elemwise
 from pytensor.tensor.rewriting.fused_elemwise import FusedElemwise
 from pytensor.tensor.rewriting.scalarize import ScalarizedElemwise
+from pytensor.tensor.type import TensorType
 
 from llvm_backend.dispatch import LoweringContext, lowering_cache_key, register_lowering
 from llvm_backend.lowerings.composite import composite_intrinsic
@@ -64,31 +66,81 @@ def _reduction(node, i, ndim: int) -> LoopOutput | None:
 
 
 def loop_spec(node) -> LoopSpec | None:
-    """no indexed read or write, an array input, and only reductions full_reduce has (none in place)
+    """indexed reads and writes by vectors along one axis, an array input, and only reductions full_reduce has
 
     The loop running ``node``, or None when the loop does not take it (see the module's docstring): the
     reductions' ops are ``full_reduce``'s, on bool, integer or float accumulators, of the output's dtype unless
-    the reduction is over every axis. The first line is the condition `llvm-backend lowerings` shows."""
+    the reduction is over every axis, none in place. The first line is the condition `llvm-backend lowerings`
+    shows."""
     elemwise = _elemwise(node)
-    if isinstance(node.op, FusedElemwise) and (
-        any(e is not None for e in node.op.indexed_inputs) or any(e is not None for e in node.op.indexed_outputs)
-    ):
+    indexing = _indexing(node, elemwise)
+    if indexing is None:
         return None
+    indices, reads, writes = indexing
     inputs = node.inputs[: len(elemwise.inputs)]
-    broadcastable = tuple(None if isinstance(i.type, ScalarType) else i.type.broadcastable for i in inputs)
+    # what the function reads: an indexed input's view (x[idx]) is the inner Elemwise's input
+    reading = reads or (None,) * len(inputs)
+    viewed = [i if read is None else inner for i, inner, read in zip(inputs, elemwise.inputs, reading, strict=True)]
+    broadcastable = tuple(None if isinstance(v.type, ScalarType) else v.type.broadcastable for v in viewed)
     if all(b is None for b in broadcastable):
         return None
     ndim = elemwise.outputs[0].type.ndim
     reduced = getattr(node.op, "reduced_outputs", None) or (None,) * len(node.outputs)
     outputs = []
     for i, out in enumerate(node.outputs):
-        if reduced[i] is None:
+        if i in writes:
+            target, k, mode = writes[i]
+            outputs.append(LoopOutput(np.dtype(out.type.dtype), into=target, indexed=(k, mode)))
+        elif reduced[i] is None:
             outputs.append(LoopOutput(np.dtype(out.type.dtype), into=_destroyed(node, elemwise, i)))
         elif i not in elemwise.op.inplace_pattern and (reduction := _reduction(node, i, ndim)) is not None:
             outputs.append(reduction)
         else:
             return None
-    return LoopSpec(broadcastable, tuple(outputs))
+    return LoopSpec(broadcastable, tuple(outputs), indices, reads)
+
+
+def _indexing(node, elemwise) -> tuple | None:
+    """``(indices, reads, writes)`` of a `FusedElemwise`'s indexed reads and writes as `LoopSpec` says them
+    (``writes``: output -> its target's input, its index, its mode); ``((), (), {})`` for a node without any;
+    None when the loop does not take them: an index that is not a vector of integers, a source or target
+    of another ndim than the loop's, a target broadcastable where the output is not (or the reverse), a
+    written output that is reduced, in place or not declared to destroy its target, or an ``inc`` of a target
+    that is not a number."""
+    if not isinstance(node.op, FusedElemwise) or not any(
+        e is not None for e in (*node.op.indexed_inputs, *node.op.indexed_outputs)
+    ):
+        return (), (), {}
+    n, ndim = len(elemwise.inputs), elemwise.outputs[0].type.ndim
+    reduced = node.op.reduced_outputs or (None,) * len(node.outputs)
+    indices, reads, writes = [], [None] * n, {}
+    targets = iter(range(n + len(node.op.indexed_inputs), len(node.inputs)))
+    for k, (read, write) in enumerate(zip(node.op.indexed_inputs, node.op.indexed_outputs, strict=True)):
+        index = node.inputs[n + k]
+        if not (isinstance(index.type, TensorType) and index.type.ndim == 1 and index.type.numpy_dtype.kind in "iu"):
+            return None
+        axis = (read or write)[1]
+        indices.append((axis, index.type.broadcastable[0]))
+        for j in read[0] if read is not None else ():
+            if node.inputs[j].type.ndim != ndim:
+                return None
+            reads[j] = k
+        if write is None:
+            continue
+        position = next(targets)
+        target = node.inputs[position].type
+        for j in write[0]:
+            out = elemwise.outputs[j].type
+            if target.ndim != ndim or target.dtype != out.dtype or write[2] not in ("inc", "set"):
+                return None
+            if any(target.broadcastable[d] != out.broadcastable[d] for d in range(ndim) if d != axis):
+                return None
+            if reduced[j] is not None or j in elemwise.op.inplace_pattern or node.op.destroy_map.get(j) != [position]:
+                return None
+            if write[2] == "inc" and np.dtype(target.dtype).kind not in "iuf":
+                return None
+            writes[j] = (position, k, write[2])
+    return tuple(indices), tuple(reads), writes
 
 
 def _destroyed(node, elemwise, i: int) -> int | None:

@@ -303,3 +303,112 @@ def test_disagreeing_shapes_raise_before_the_vector_is_made():
 
     with pytest.raises(ValueError, match="input 1 has an incompatible shape in axis 0"):
         _run(spec, add)(np.ones(3), np.ones(4))
+
+
+@njit
+def shifted(x, y):
+    return x + y, x * y
+
+
+def test_inputs_read_through_an_index_and_outputs_added_at_its_positions():
+    """``x[idx] + y`` and ``target[idx] += x[idx] * y``, with repeated and negative positions, and their sum."""
+    spec = LoopSpec(
+        ((False,), (False,)),
+        (LoopOutput(F8), LoopOutput(F8, into=3, indexed=(0, "inc"))),
+        indices=((0, False),),
+        reads=(0, None),
+    )
+    x, y, idx = np.array([10.0, 20.0, 30.0]), np.arange(5.0), np.array([0, 2, 2, -1, 1])
+    target = np.ones(3)
+    s, written = _run(spec, shifted)(x, y, idx, target)
+    np.testing.assert_array_equal(s, x[idx] + y)
+    assert written is target
+    want = np.ones(3)
+    np.add.at(want, idx, x[idx] * y)
+    np.testing.assert_array_equal(target, want)
+
+
+def test_set_at_positions_and_a_read_only_target_copied():
+    spec = LoopSpec(((False,), (False,)), (LoopOutput(F8, into=3, indexed=(0, "set")),), ((0, False),), (0, None))
+
+    @njit
+    def product(x, y):
+        return x * y
+
+    x, y, idx = np.array([1.0, 2.0, 3.0]), np.array([5.0, 7.0]), np.array([2, 0])
+    target = np.zeros(3)
+    target.flags.writeable = False
+    [written] = _run(spec, product)(x, y, idx, target)
+    assert not np.shares_memory(written, target) and not target.any()
+    np.testing.assert_array_equal(written, [7.0, 0.0, 15.0])
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+def test_a_matrix_read_through_an_index_along_either_axis(axis):
+    spec = LoopSpec(((False, False), (False, False)), (SUM, MAP), indices=((axis, False),), reads=(0, None))
+    x = np.arange(12.0).reshape(3, 4)
+    idx = np.array([2, 0, -1])
+    view = x[idx] if axis == 0 else x[:, idx]
+    y = np.ones(view.shape) * 3.0
+    total, s = _run(spec, lambda_product)(x, y, idx)
+    np.testing.assert_array_equal(s, view * y)
+    assert total == view.sum()
+
+
+@njit
+def lambda_product(x, y):
+    return x, x * y
+
+
+def test_an_index_of_length_one_broadcasts():
+    spec = LoopSpec(((True,), (False,)), (MAP,), indices=((0, True),), reads=(0, None))
+    [s] = _run(spec, lambda_product_sum)(np.array([4.0, 5.0]), np.arange(3.0), np.array([1]))
+    np.testing.assert_array_equal(s, 5.0 + np.arange(3.0))
+
+
+@njit
+def lambda_product_sum(x, y):
+    return x + y
+
+
+@pytest.mark.parametrize(
+    "positions", [[0, 3], [0, -4], [0, 100], np.array([1, 3], "uint8"), np.array([0, 2**64 - 1], "uint64")]
+)
+def test_a_position_out_of_bounds_raises_before_anything_is_written(positions):
+    spec = LoopSpec(((False,), (False,)), (LoopOutput(F8, into=3, indexed=(0, "inc")),), ((0, False),), (None, None))
+    target = np.zeros(3)
+    with pytest.raises(IndexError, match="index out of bounds in axis 0"):
+        _run(spec, lambda_product_sum)(np.ones(2), np.ones(2), np.asarray(positions), target)
+    assert not target.any()
+
+
+def test_unsigned_positions():
+    spec = LoopSpec(((False,), (False,)), (LoopOutput(F8, into=3, indexed=(0, "inc")),), ((0, False),), (0, None))
+    target = np.zeros(3)
+    _run(spec, lambda_product_sum)(np.arange(3.0), np.ones(2), np.array([2, 2], "uint8"), target)
+    np.testing.assert_array_equal(target, [0.0, 0.0, 6.0])
+
+
+def test_each_array_bounds_the_positions_it_is_read_at():
+    """An index read through into a shorter and a longer array: a negative position counts from the end of
+    each, and a position is checked against the shorter."""
+    spec = LoopSpec(((False,), (False,)), (MAP,), indices=((0, False),), reads=(0, 0))
+    run = _run(spec, lambda_product_sum)
+    [s] = run(np.arange(2.0), np.arange(5.0) * 10, np.array([-1, 1]))
+    np.testing.assert_array_equal(s, [1.0 + 40.0, 1.0 + 10.0])
+    with pytest.raises(IndexError):
+        run(np.arange(2.0), np.arange(5.0), np.array([2]))
+
+
+def test_a_mismatched_index_or_target_raises():
+    spec = LoopSpec(((False,), (False,)), (LoopOutput(F8, into=3, indexed=(0, "inc")),), ((0, False),), (0, None))
+    run = _run(spec, lambda_product_sum)
+    with pytest.raises(ValueError, match="input 2 has an incompatible shape in axis 0"):
+        run(np.ones(3), np.ones(4), np.array([0, 1]), np.zeros(3))
+    with pytest.raises(errors.TypingError, match="must be a vector of indices"):
+        run(np.ones(3), np.ones(2), np.array([0.0, 1.0]), np.zeros(3))
+    matrix = LoopSpec(
+        ((False, False), (False, False)), (LoopOutput(F8, into=3, indexed=(0, "inc")),), ((0, False),), (0, None)
+    )
+    with pytest.raises(ValueError, match="target of an indexed Elemwise output"):
+        _run(matrix, lambda_product_sum)(np.ones((3, 2)), np.ones((2, 2)), np.array([0, 1]), np.zeros((3, 5)))

@@ -197,3 +197,76 @@ def test_a_partial_reduction_accumulating_in_another_dtype_keeps_stock(axis, our
     fn, _ = compare_llvm_numba_and_py([x], pt.exp(x).sum(axis=axis), [np.ones((3, 2), "float32")])
     [fused] = [n for n in fn.maker.fgraph.apply_nodes if isinstance(n.op, FusedElemwise)]
     assert (loop_spec(fused) is not None) == ours
+
+
+def _indexed(fn):
+    return [n for n in _ours(fn, FusedElemwise) if n.op.indexed_inputs]
+
+
+GROUPS = np.array([0, 2, 2, 1, 0, 2, 1, 1, 0, 2])
+
+
+def test_a_gather_and_a_segment_sum_are_our_loop():
+    """A hierarchical model's likelihood: ``mu[group]`` read in the loop, its gradient added at ``group``."""
+    mu, y = pt.dvector("mu"), pt.dvector("y")
+    logp = (-0.5 * (y - mu[GROUPS]) ** 2).sum()
+    outputs = [logp, pytensor.grad(logp, mu)]
+    fn, _ = compare_llvm_numba_and_py([mu, y], outputs, [RNG.normal(size=3), RNG.normal(size=GROUPS.size)])
+    [node] = _indexed(fn)
+    spec = loop_spec(node)
+    assert spec.indices == ((0, False),) and spec.reads.count(0) == 1
+    assert [o.indexed for o in spec.outputs if o.indexed] == [(0, "inc")]
+
+
+def test_an_index_input_with_negative_and_repeated_positions():
+    x, y, idx = pt.dvector("x"), pt.dvector("y"), pt.lvector("idx")
+    outputs = [pt.exp(x[idx]) * y, pt.zeros(4)[idx].inc(y * x[idx]), pt.zeros(4)[idx].set(y)]
+    values = [RNG.normal(size=4), RNG.normal(size=6), np.array([0, -1, 3, 3, -4, 1])]
+    fn, _ = compare_llvm_numba_and_py([x, y, idx], outputs, values)
+    assert _indexed(fn)
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+def test_a_matrix_indexed_along_either_axis(axis):
+    x, y = pt.dmatrix("x"), pt.dmatrix("y")
+    idx = np.array([1, 0, 1, 2])
+    view = x[idx] if axis == 0 else x[:, idx]
+    target = pt.zeros((3, 3))
+    written = target[idx].inc(view * y) if axis == 0 else target[:, idx].inc(view * y)
+    shape = (4, 3) if axis == 0 else (3, 4)
+    fn, _ = compare_llvm_numba_and_py(
+        [x, y], [pt.sum(view * y), written], [RNG.normal(size=(3, 3)), RNG.normal(size=shape)]
+    )
+    assert _indexed(fn)
+
+
+def test_an_index_out_of_bounds_is_an_index_error_as_py_gives():
+    x, y, idx = pt.dvector("x"), pt.dvector("y"), pt.lvector("idx")
+    outputs = [pt.exp(x[idx]) + y, pt.zeros(3)[idx].inc(y)]
+    fn = pytensor.function([x, y, idx], outputs, mode="LLVM")
+    assert _indexed(fn)
+    py = pytensor.function([x, y, idx], outputs, mode=PY_MODE)
+    for position in (3, -4):
+        arguments = (np.ones(3), np.ones(2), np.array([0, position]))
+        with pytest.raises(IndexError):
+            py(*arguments)
+        with pytest.raises(IndexError, match="index out of bounds"):
+            fn(*arguments)
+
+
+def test_an_index_of_another_length_than_the_loop_is_a_value_error():
+    x, y, idx = pt.dvector("x"), pt.dvector("y"), pt.lvector("idx")
+    fn = pytensor.function([x, y, idx], pt.exp(x[idx]) + y, mode="LLVM")
+    assert _indexed(fn)
+    with pytest.raises(ValueError):
+        fn(np.ones(3), np.ones(4), np.array([0, 1]))
+
+
+def test_an_unsigned_index():
+    x, y = pt.dvector("x"), pt.dvector("y")
+    idx = pt.vector("idx", dtype="uint16")
+    outputs = [pt.exp(x[idx]) + y, pt.zeros(3)[idx].inc(y)]
+    fn, _ = compare_llvm_numba_and_py([x, y, idx], outputs, [np.arange(3.0), np.ones(2), np.array([2, 0], "uint16")])
+    assert _indexed(fn)
+    with pytest.raises(IndexError):
+        fn(np.arange(3.0), np.ones(2), np.array([2, 3], "uint16"))

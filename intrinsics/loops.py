@@ -419,14 +419,14 @@ class _PartialReduction(_Emitter):
         self.array.store(context, builder, at, total)
 
 
-class _IndexedWrite(_Emitter):
+class _IndexedWrite(_IntoInput):
     """The values written into a target at an index array's positions along its axis, added to what is there
     or stored; the target is handed out (a read-only one copied first, the copy handed out)."""
 
     def allocate(self, context, builder, shape, arrays) -> None:
         operand = self.operand
         if operand.into is not None:
-            self.array = arrays[operand.into]
+            super().allocate(context, builder, shape, arrays)
             return
         target = arrays[operand.output.into]
         self.array = _Array.new(context, builder, operand.type, target.shapes)
@@ -448,9 +448,7 @@ class _IndexedWrite(_Emitter):
     def value(self, context, builder, values):
         if self.operand.into is None:
             return self.array.value
-        value = values[self.operand.into]
-        context.nrt.incref(builder, self.operand.type, value)
-        return value
+        return super().value(context, builder, values)
 
 
 @dataclass(frozen=True)

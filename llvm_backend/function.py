@@ -49,6 +49,7 @@ from pytensor.link.utils import raise_with_op
 from pytensor.tensor.type import TensorType
 
 from llvm_backend.codegen import NATIVE_SCALARS
+from llvm_backend.collector import paced_collections
 from llvm_backend.linker import LLVMLinker
 from llvm_backend_intrinsics.argpack import ArrayPack
 
@@ -315,10 +316,16 @@ class LLVMFunction(Function):
 
 class LLVMFunctionMaker(FunctionMaker):
     """PyTensor's `FunctionMaker`, making `LLVMFunction`\\ s unless told otherwise (``Function.copy`` passes
-    the class of the function it copies)."""
+    the class of the function it copies). Its rewriting (in ``__init__``) and its linking (``create``) run with
+    the garbage collector paced (`paced_collections`)."""
 
     def __init__(self, *args, function_class=LLVMFunction, **kwargs):
-        super().__init__(*args, function_class=function_class, **kwargs)
+        with paced_collections():
+            super().__init__(*args, function_class=function_class, **kwargs)
+
+    def create(self, *args, **kwargs):
+        with paced_collections():
+            return super().create(*args, **kwargs)
 
 
 def function_maker(mode):

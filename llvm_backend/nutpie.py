@@ -36,6 +36,7 @@ from uuid import uuid4
 import numpy as np
 from pytensor.compile.mode import get_mode
 
+from llvm_backend.collector import paced_collections
 from llvm_backend.linker import LLVMLinker
 from llvm_backend.process import NUMBA_IS_LLVM
 
@@ -148,6 +149,7 @@ def _takes_inputs_directly(graph) -> bool:
     return not graph.packs and not graph.constant_params and not graph.output_lists
 
 
+@paced_collections()
 def compile_pymc_model(
     model,
     *,
@@ -165,8 +167,8 @@ def compile_pymc_model(
     the ``numba.cfunc`` options it passes on. ``with_data`` keeps working: the entry points read the shared
     data through nutpie's record, as nutpie's do.
 
-    Raises ``RuntimeError`` naming the installed nutpie when its internals are not those this was written
-    against (`NUTPIE_INTERNALS`).
+    It runs with the garbage collector paced (`paced_collections`). Raises ``RuntimeError`` naming the installed
+    nutpie when its internals are not those this was written against (`NUTPIE_INTERNALS`).
     """
     from pymc.initial_point import make_initial_point_fn
     from pymc.model.transform.optimization import freeze_dims_and_data

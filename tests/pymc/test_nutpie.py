@@ -1,6 +1,8 @@
 """nutpie and pm.sample with the LLVM mode: real PyMC and nutpie, no mocks."""
 
 import ctypes
+import functools
+import gc
 import os
 import subprocess
 import sys
@@ -15,6 +17,7 @@ from pytensor.compile.mode import get_mode, predefined_modes
 import llvm_backend
 import llvm_backend.nutpie
 from llvm_backend import rewrite_cache
+from llvm_backend.collector import OLDEST_THRESHOLD, YOUNG_THRESHOLD
 from llvm_backend.linker import LLVMLinker
 from llvm_backend.tools.testing import assert_same_result
 from llvm_backend_intrinsics.nutpie import NutpieEntry
@@ -351,3 +354,22 @@ def test_a_nutpie_without_the_internals_used_is_named_in_the_error(monkeypatch):
     monkeypatch.delattr(compile_pymc, "make_user_data")
     with pytest.raises(RuntimeError, match=rf"nutpie {nutpie.__version__}.*make_user_data is missing"):
         llvm_backend.nutpie.compile_pymc_model(eight_schools())
+
+
+def test_compile_pymc_model_builds_pymc_s_graphs_with_the_collector_paced(monkeypatch):
+    from nutpie import compile_pymc
+
+    seen, make_functions = [], compile_pymc._make_functions
+
+    @functools.wraps(make_functions)
+    def spied(*args, **kwargs):
+        seen.append(gc.get_threshold())
+        return make_functions(*args, **kwargs)
+
+    monkeypatch.setattr(compile_pymc, "_make_functions", spied)
+    before = gc.get_threshold()
+    compiled = llvm_backend.nutpie.compile_pymc_model(eight_schools())
+    assert seen == [(max(before[0], YOUNG_THRESHOLD), before[1], max(before[2], OLDEST_THRESHOLD))]
+    assert gc.get_threshold() == before
+    trace = nutpie.sample(compiled, draws=20, tune=20, chains=1, progress_bar=False, seed=1)
+    assert np.isfinite(trace.posterior["mu"].values).all()

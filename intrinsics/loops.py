@@ -8,9 +8,9 @@ Each output (`LoopOutput`) is an array of the loop's shape (C order, or written 
 full reduction of the function's values into an accumulator on the stack, which LLVM keeps in a register,
 handed out as a native scalar or a 0-d array, or a reduction over some axes, accumulated in an array of the
 others. An array output of a 1-d loop may also be written within a new, longer vector (a join's output), which
-the loop returns whole. The function is typed once, for the inputs' element types, and called at each element
-(LLVM inlines it). For ``spec.broadcastable = ((False,), None)`` and outputs ``(array float64, sum float64)``, ``loop(f,
-(x, s))`` is, as Python::
+the loop returns whole, or into an input that is such a vector an earlier loop made. The function is typed once,
+for the inputs' element types, and called at each element (LLVM inlines it). For ``spec.broadcastable =
+((False,), None)`` and outputs ``(array float64, sum float64)``, ``loop(f, (x, s))`` is, as Python::
 
     n = x.shape[0]
     y = np.empty(n)  # the array output
@@ -63,7 +63,10 @@ class LoopOutput:
     within: tuple[int, int] | None = None
     """``(before, after)``: an array output of a 1-d loop of ``n`` elements written at offset ``before`` of a
     new vector of ``before + n + after`` elements, which the loop returns whole: the output of a join of the
-    output with entries of those static lengths, which `llvm_backend_intrinsics.join.filled_join` writes around it."""
+    output with entries of those static lengths, which `llvm_backend_intrinsics.join.filled_join` writes around it.
+    An output written into an input (``into``) takes that input as such a vector, made by an earlier loop (a
+    C-contiguous, writable vector): the loop reads and writes its elements ``[before, len - after)`` as the
+    input, and returns the whole vector (ValueError if it is shorter than ``before + after``)."""
     indexed: tuple[int, str] | None = None
     """``(k, mode)``: the function's values written into input ``into`` (the target: an array of the output's
     dtype and of the loop's ndim, of the loop's shape but along index ``k``'s axis) at the positions index
@@ -118,8 +121,13 @@ def _written_into(output: LoopOutput, ndim: int, inputs) -> int | None:
 
 def _output_type(output: LoopOutput, ndim: int, inputs, into: int | None):
     dtype = from_dtype(output.dtype)
-    if output.within is not None and (ndim != 1 or output.reduce is not None or output.into is not None):
-        raise errors.TypingError(f"loop: only a new array output of a 1-d loop is written within a vector: {output}")
+    if output.within is not None and (ndim != 1 or output.reduce is not None):
+        raise errors.TypingError(f"loop: only an array output of a 1-d loop is written within a vector: {output}")
+    if output.within is not None and output.into is not None and (into is None or inputs[into].layout != "C"):
+        raise errors.TypingError(
+            f"loop: input {output.into}, written within a vector, must be a writable C-contiguous vector, not "
+            f"{inputs[output.into]}"
+        )
     if into is not None:
         return inputs[into]
     if output.reduce is None:
@@ -280,6 +288,17 @@ def _window(context, builder, vector_type, within, n) -> _Array:
     before, after = within
     vector = _Array.new(context, builder, vector_type, [builder.add(n, _INTP(before + after))])
     return _Array(vector.value, vector_type, builder.gep(vector.data, [_INTP(before)]), [n], vector.strides)
+
+
+def _inner(context, builder, vector: _Array, within) -> _Array:
+    """Elements ``[before, len - after)`` of ``vector`` (C order), its ``value`` still the whole vector: the input
+    an output is written into within a vector (``LoopOutput.within``). ValueError if it is too short."""
+    before, after = within
+    n = builder.sub(vector.shapes[0], _INTP(before + after))
+    with builder.if_then(builder.icmp_signed("<", n, _INTP(0)), likely=False):
+        message = f"a vector written within from element {before} to {after} from its end is too short"
+        context.call_conv.return_user_exc(builder, ValueError, (message,))
+    return _Array(vector.value, vector.type, builder.gep(vector.data, [_INTP(before)]), [n], vector.strides)
 
 
 def _call_arguments(context, builder, values, value_types, parameters):
@@ -472,6 +491,9 @@ class _TypedLoop:
             for k, (t, v) in enumerate(zip(self.inputs, values))
             if isinstance(t, types.Array)
         }
+        for operand in self.operands:
+            if operand.output.within is not None and operand.into is not None:
+                arrays[operand.into] = _inner(context, builder, arrays[operand.into], operand.output.within)
         spec = self.spec
         shape = _emit_shape(context, builder, arrays, spec)
         _emit_target_shapes(context, builder, arrays, spec, shape)

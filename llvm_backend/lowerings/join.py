@@ -98,39 +98,45 @@ def _static_length(var) -> int | None:
     return var.type.shape[0] if var.type.ndim == 1 else None
 
 
-def _window(fgraph, plan: LoweringPlan, join, k: int, lengths: list) -> tuple[int, int, int] | None:
-    """``(i, before, after)`` if entry ``k`` of ``join`` can be written by its producer within the join's
-    output: it is output ``i`` of a loop of ours (its plan entry's spec a `LoopSpec`), a new 1-d array of the
-    join's dtype, read by the join alone, once; and the join's other entries have static lengths, ``before``
-    elements of them before it and ``after`` after."""
-    var = join.inputs[k]
-    producer = var.owner
-    if producer is None or var in fgraph.outputs or fgraph.clients[var] != [(join, k)]:
-        return None
+def _window(fgraph, plan: LoweringPlan, join, k: int, lengths: list) -> tuple[list, int, int] | None:
+    """``(writers, before, after)`` if entry ``k`` of ``join`` can be written by its producers within the join's
+    output: ``writers`` are ``(node, i)`` from the join's entry back, each a loop of ours (its plan entry's spec
+    a 1-d `LoopSpec`) whose array output ``i``, of the join's dtype, is read by the next alone, once (the first
+    by the join); each but the last writes it into its input, the output of the next, in place, and the last
+    makes it new. The join's other entries have static lengths, ``before`` elements of them before it and
+    ``after`` after. An indexed gradient (``grad[group] += ...``, in place on the prior's gradient, a loop's
+    new vector) is such a chain of two."""
     if None in lengths[:k] + lengths[k + 1 :]:
         return None
-    spec = plan[producer].spec
-    if not isinstance(spec, LoopSpec):
-        return None
-    i = producer.outputs.index(var)
-    output = spec.outputs[i]
-    if spec.ndim != 1 or output.reduce is not None or output.into is not None:
-        return None
-    if output.dtype != np.dtype(join.outputs[0].type.dtype):
-        return None
-    return i, sum(lengths[:k]), sum(lengths[k + 1 :])
+    dtype, var, reader, writers = np.dtype(join.outputs[0].type.dtype), join.inputs[k], (join, k), []
+    while True:
+        producer = var.owner
+        if producer is None or var in fgraph.outputs or fgraph.clients[var] != [reader]:
+            return None
+        spec = plan[producer].spec
+        if not isinstance(spec, LoopSpec) or spec.ndim != 1:
+            return None
+        i = producer.outputs.index(var)
+        output = spec.outputs[i]
+        if output.reduce is not None or output.dtype != dtype:
+            return None
+        writers.append((producer, i))
+        if output.into is None:
+            return writers, sum(lengths[:k]), sum(lengths[k + 1 :])
+        var, reader = producer.inputs[output.into], (producer, output.into)
 
 
 @register_graph_pass
 def fill_joins(fgraph, plan: LoweringPlan) -> dict:
     """Node -> the hints its lowering takes so that a 1-d join's output is allocated by the loop making one of
-    its entries, which writes that entry in place (``within = (i, before, after)`` for `lower_loop`), and
-    the join writes the others around it (``filled = (k, before, after)`` for `lower_join`,
+    its entries, which writes that entry in place (``within = (i, before, after)`` for `lower_loop`; loops
+    writing the entry in place after it, into their input, get the same hint), and the join writes the others
+    around it (``filled = (k, before, after)`` for `lower_join`,
     `llvm_backend_intrinsics.join.filled_join`): one allocation and one copy fewer, such as the gradient of a vector
     parameter in ``logp_dlogp_function``'s joined gradient.
 
     Per join of our lowering (one not taking its entries as one pack), the first entry `_window` allows;
-    one entry per producer."""
+    one window per writer."""
     hints = {}
     for node, entry in plan.entries.items():
         if entry.lowering is None or entry.lowering.funcify not in (lower_join, lower_scalarized_join):
@@ -138,12 +144,15 @@ def fill_joins(fgraph, plan: LoweringPlan) -> dict:
         if node.outputs[0].type.ndim != 1 or entry.pack_start is not None:
             continue
         lengths = [_static_length(var) for var in node.inputs]
-        for k, var in enumerate(node.inputs):
-            window = _window(fgraph, plan, node, k, lengths) if var.owner not in hints else None
-            if window is not None:
-                hints[var.owner] = {"within": window}
-                hints[node] = {"filled": (k, *window[1:])}
-                break
+        for k in range(len(node.inputs)):
+            window = _window(fgraph, plan, node, k, lengths)
+            if window is None or any(writer in hints for writer, _ in window[0]):
+                continue
+            writers, before, after = window
+            for writer, i in writers:
+                hints[writer] = {"within": (i, before, after)}
+            hints[node] = {"filled": (k, before, after)}
+            break
     return hints
 
 

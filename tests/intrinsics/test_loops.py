@@ -283,7 +283,7 @@ def test_an_output_within_a_vector_is_written_at_its_offset_of_a_new_vector(n):
     assert total == x.sum()
 
 
-def test_only_a_new_array_of_a_1d_loop_is_written_within_a_vector():
+def test_only_an_array_of_a_1d_loop_is_written_within_a_vector():
     @njit
     def same(x):
         return x
@@ -291,7 +291,74 @@ def test_only_a_new_array_of_a_1d_loop_is_written_within_a_vector():
     with pytest.raises(errors.TypingError, match="written within a vector"):
         _run(LoopSpec(((False, False),), (LoopOutput(F8, within=(1, 0)),)), same)(np.ones((2, 2)))
     with pytest.raises(errors.TypingError, match="written within a vector"):
-        _run(LoopSpec(((False,),), (LoopOutput(F8, into=0, within=(1, 0)),)), same)(np.ones(2))
+        _run(LoopSpec(((False,),), (LoopOutput(F8, "add", F8, 0.0, within=(1, 0)),)), same)(np.ones(2))
+
+
+@pytest.mark.parametrize("n", [0, 1, 5])
+def test_an_output_into_a_vector_made_within_writes_and_reads_its_window_and_returns_the_vector(n):
+    """The input an in-place output is written into is a vector an earlier loop made within a join's output:
+    the loop reads and writes elements [before, len - after) as that input, and hands the whole vector on."""
+    spec = LoopSpec(((False,), (False,)), (LoopOutput(F8, into=0, within=(2, 3)), SUM))
+
+    @njit
+    def add(a, y):
+        return a + y, a
+
+    vector = np.full(n + 5, -7.0)
+    vector[2 : 2 + n] = np.arange(float(n))
+    y = np.linspace(0.0, 1.0, n)
+    returned, total = _run(spec, add)(vector, y)
+    assert returned.shape == (n + 5,) and np.shares_memory(returned, vector)
+    np.testing.assert_array_equal(returned[2 : 2 + n], np.arange(float(n)) + y)
+    np.testing.assert_array_equal(np.r_[returned[:2], returned[2 + n :]], np.full(5, -7.0))
+    assert total == np.arange(float(n)).sum()
+
+
+def test_a_loop_made_window_is_added_to_at_its_positions_and_bounds_them():
+    made = LoopSpec(((False,),), (LoopOutput(F8, within=(1, 2)),))
+    spec = LoopSpec(
+        ((False,), (False,)), (LoopOutput(F8, into=3, indexed=(0, "inc"), within=(1, 2)),), ((0, False),), (None, None)
+    )
+
+    @njit
+    def negated(x):
+        return -x
+
+    make, add = _run(made, negated), _run(spec, lambda_product_sum)
+    [vector] = make(np.arange(3.0))
+    vector[0], vector[-2:] = 9.0, 9.0
+    [returned] = add(np.ones(4), np.arange(4.0), np.array([2, 0, -1, 2]), vector)
+    assert np.shares_memory(returned, vector)
+    np.testing.assert_array_equal(returned, [9.0, 0.0 + 2.0, -1.0, -2.0 + 1.0 + 3.0 + 4.0, 9.0, 9.0])
+    before = vector.copy()
+    with pytest.raises(IndexError, match="index out of bounds"):
+        add(np.ones(1), np.ones(1), np.array([3]), vector)  # within the vector, past its window
+    np.testing.assert_array_equal(vector, before)
+
+
+def test_a_vector_shorter_than_its_window_s_margins_raises_value_error():
+    spec = LoopSpec(((False,),), (LoopOutput(F8, into=0, within=(2, 3)),))
+
+    @njit
+    def same(x):
+        return x
+
+    with pytest.raises(ValueError, match="too short"):
+        _run(spec, same)(np.ones(4))
+
+
+def test_an_input_written_within_must_be_a_writable_contiguous_vector():
+    spec = LoopSpec(((False,),), (LoopOutput(F8, into=0, within=(1, 0)),))
+
+    @njit
+    def same(x):
+        return x
+
+    read_only = np.ones(3)
+    read_only.flags.writeable = False
+    for vector in (read_only, np.ones(6)[::2]):
+        with pytest.raises(errors.TypingError, match="writable C-contiguous vector"):
+            _run(spec, same)(vector)
 
 
 def test_disagreeing_shapes_raise_before_the_vector_is_made():

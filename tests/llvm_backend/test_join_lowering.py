@@ -242,6 +242,45 @@ def test_the_map_of_a_loop_fused_with_reductions_is_written_within_the_join_of_i
     np.testing.assert_allclose(result[k : k + 5], np.exp(values[0] * values[1]))
 
 
+@pytest.mark.parametrize("group", [[0, 2, 1, 2, 0, 3], [3, 3, -1, 0, -4, 1]], ids=["repeated", "negative"])
+def test_an_indexed_gradient_added_into_a_loop_s_vector_is_written_within_the_join_output(group):
+    # the hierarchical model's gradient: the likelihood loop adds into offset[group] in place of the prior's
+    # gradient (-offset), a new vector of another loop; both write within the joined gradient
+    offset, scale, y = pt.dvector("offset"), pt.dscalar("scale"), pt.dvector("y")
+    logp = -0.5 * (offset**2).sum() - 0.5 * ((y - scale * offset[pt.constant(np.array(group))]) ** 2).sum()
+    d_offset, d_scale = pt.grad(logp, [offset, scale])
+    out = pt.concatenate([pt.atleast_1d(d_scale), d_offset, pt.atleast_1d(scale * 2)])
+    values = [np.linspace(-1, 1, 4), np.asarray(0.7), np.linspace(0, 2, 6)]
+    fn, result = compare_llvm_numba_and_py([offset, scale, y], out, values)
+    join = _plan_call(fn, ScalarizedJoin)
+    hints = _hints(fn)
+    assert hints[join.label] == {"filled": (1, 1, 1)}
+    indexed = join.label.inputs[1].owner
+    assert isinstance(indexed.op, FusedElemwise) and indexed.op.destroy_map
+    [target] = [indexed.inputs[j] for [j] in indexed.op.destroy_map.values()]
+    assert hints[indexed]["within"][1:] == hints[target.owner]["within"][1:] == (1, 1)
+    assert join.function.__name__ == "join_around"
+    # the prior's gradient and the indexed sum into it are the output: one array made
+    assert allocations_per_call(fn, values).net == 1
+    assert allocations_per_call(pytensor.function([offset, scale, y], out, mode="NUMBA"), values).net == 2
+    residual = values[2] - values[1] * values[0][group]
+    expected = -values[0]
+    np.add.at(expected, group, residual * values[1])
+    np.testing.assert_allclose(result[1:5], expected)
+
+
+def test_an_indexed_gradient_out_of_bounds_raises_index_error_like_py():
+    # stock's indexed loop reads and writes out of bounds here: only py is a reference
+    offset, y = pt.dvector("offset"), pt.dvector("y")
+    logp = -0.5 * (offset**2).sum() - 0.5 * ((y - offset[pt.constant(np.array([0, 4, 1]))]) ** 2).sum()
+    out = pt.concatenate([pt.atleast_1d(logp), pt.grad(logp, offset)])
+    values = [np.linspace(-1, 1, 4), np.linspace(0, 2, 3)]
+    fn = pytensor.function([offset, y], out, mode="LLVM")
+    assert _hints(fn)[_plan_call(fn, ScalarizedJoin).label] == {"filled": (1, 1, 0)}
+    assert raised_type(PY_MODE, [offset, y], out, values) is IndexError
+    assert raised_type("LLVM", [offset, y], out, values) is IndexError
+
+
 def test_the_map_of_a_loop_fused_with_reductions_read_by_another_node_is_its_own_array():
     x, a = pt.dvector("x"), pt.dscalar("a")
     mapped = pt.exp(x * a)

@@ -80,6 +80,21 @@ def test_the_reference_allocates_its_gradient_and_the_regression_its_residuals()
         assert nrt_allocations_per_call(lambda args=args, name=name: REFERENCES[name](*args)) == unboxed + own
 
 
+@pytest.mark.parametrize("name", ["eight_schools", "hierarchical_85", "regression_65p"])
+def test_jit_fn_allocates_at_most_one_array_more_than_the_reference(name):
+    # besides the unboxed vector: the joined gradient and the 0-d logp; the regression's reference allocates
+    # its residuals too; the hierarchical model's indexed gradient is written within the joined gradient
+    from llvm_backend.tools.measure import nrt_allocations_per_call
+
+    graph = limit_graph(name)
+    x = graph.values[0]
+    own = 2 if name == "regression_65p" else 1
+    llvm, stock = (pymc_compile(graph, mode).vm.jit_fn for mode in ("LLVM", "NUMBA"))
+    np.testing.assert_allclose(llvm(x)[1], stock(x)[1], rtol=1e-12)
+    assert nrt_allocations_per_call(lambda: llvm(x)) - 1 <= own + 1
+    assert nrt_allocations_per_call(lambda: llvm(x)) <= nrt_allocations_per_call(lambda: stock(x))
+
+
 def test_a_quick_bench_run_measures_every_mode_and_the_reference():
     run = run_bench([CASES["pymc_limit/logistic_5p"]], quick=True, progress=lambda _: None)
     assert [r.mode for r in run.results] == [*MODES, REFERENCE, FLOOR]

@@ -287,7 +287,7 @@ def _window(context, builder, vector_type, within, n) -> _Array:
     addressed as an array of ``n``; its ``value`` is the whole vector."""
     before, after = within
     vector = _Array.new(context, builder, vector_type, [builder.add(n, _INTP(before + after))])
-    return _Array(vector.value, vector_type, builder.gep(vector.data, [_INTP(before)]), [n], vector.strides)
+    return _elements(builder, vector, before, n)
 
 
 def _inner(context, builder, vector: _Array, within) -> _Array:
@@ -298,6 +298,11 @@ def _inner(context, builder, vector: _Array, within) -> _Array:
     with builder.if_then(builder.icmp_signed("<", n, _INTP(0)), likely=False):
         message = f"a vector written within from element {before} to {after} from its end is too short"
         context.call_conv.return_user_exc(builder, ValueError, (message,))
+    return _elements(builder, vector, before, n)
+
+
+def _elements(builder, vector: _Array, before: int, n) -> _Array:
+    """Elements ``[before, before + n)`` of the C-contiguous ``vector``, its ``value`` still the whole vector."""
     return _Array(vector.value, vector.type, builder.gep(vector.data, [_INTP(before)]), [n], vector.strides)
 
 

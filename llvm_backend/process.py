@@ -1,13 +1,13 @@
 """Every process-wide change `llvm_backend` makes to PyTensor, numba or Python, in one list.
 
 `CHANGES` is what ``import llvm_backend`` does, applied in that order by `register` (which the import calls);
-`NUMBA_IS_LLVM` is what ``llvm_backend.nutpie.numba_is_llvm()`` does while it is open. One more is made only
-while the LLVM mode compiles, and put back when it ends: Python's garbage collection thresholds
-(``llvm_backend.collector.paced_collections``). Each is a `Change`
-named here, whose docstring says what it changes, why, and who sees it. ``apply()`` makes it and ``revert()``
-puts back exactly what was there before; both are idempotent (each says whether it did anything), so importing
-twice or calling `register` again changes nothing more, and `revert_all` undoes the import's changes in the
-reverse order.
+`NUMBA_IS_LLVM` is what ``llvm_backend.nutpie.numba_is_llvm()`` does while it is open. Each is a `Change` named
+here, whose docstring says what it changes, why, and who sees it. ``apply()`` makes it and ``revert()`` puts back
+exactly what was there before; both are idempotent (each says whether it did anything), so importing twice or
+calling `register` again changes nothing more, and `revert_all` undoes the import's changes in the reverse order.
+
+One more is made only while the LLVM mode compiles, and put back when the last compile ends, so it is no
+`Change`: Python's garbage collection thresholds (``llvm_backend.collector.paced_collections``).
 
 Left out, because nothing else sees them and numba cannot take them back: the numba types, data models and
 ``typeof`` entries of ``intrinsics/``, keyed by classes of our own (``ArrayPack``, ``ScalarPack``, ...), and the

@@ -11,6 +11,7 @@ from llvm_backend.rewrites.logistic import share_logistic_exps
 from llvm_backend.rewrites.reductions import reduce_make_vector
 
 __all__ = [
+    "DATA_COLUMNS_NAME",
     "EXPOSE_SCALARS_NAME",
     "LINKER_NAME",
     "LLVM",
@@ -25,6 +26,7 @@ LINKER_NAME = "llvm"
 REWRITES_NAME = "llvm_backend_rewrites"
 SUPERVISOR_NAME = "llvm_backend_indexed_supervisor"
 EXPOSE_SCALARS_NAME = "llvm_backend_expose_scalar_inputs"
+DATA_COLUMNS_NAME = "llvm_backend_dot_data_columns"
 
 llvm_rewrites = SequenceDB()
 """Rewrites run only in the LLVM mode (anything using `LLVMLinker`)."""

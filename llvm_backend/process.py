@@ -32,6 +32,7 @@ from llvm_backend.function import LLVMFunction, function_maker
 from llvm_backend.linker import REWRITE_TAG
 from llvm_backend.lowerings.composite import numba_funcify_Composite, numba_funcify_Composite_without_key
 from llvm_backend.mode import (
+    DATA_COLUMNS_NAME,
     EXPOSE_SCALARS_NAME,
     LINKER_NAME,
     LLVM,
@@ -40,6 +41,7 @@ from llvm_backend.mode import (
     SUPERVISOR_NAME,
     llvm_rewrites,
 )
+from llvm_backend.rewrites.columns import dot_data_columns
 from llvm_backend.rewrites.scalar_inputs import ExposeScalarInputs
 from llvm_backend.rewrites.supervisor import use_indexed_supervisor
 
@@ -297,6 +299,15 @@ CHANGES: tuple[Change, ...] = (
         use_indexed_supervisor,
         REWRITE_TAG,
         position=-0.5,
+    ),
+    OptdbRegistration(
+        DATA_COLUMNS_NAME,
+        """`dot_data_columns` (many constant data columns times one vector as one matrix-vector product) in
+        ``optdb`` under our tag at 48.5: after ``add_mul_fusion`` (48) has flattened a linear predictor's sum into one
+        ``Add``, before elemwise fusion (49) folds its products into a loop. Only queries including our tag see it.""",
+        dot_data_columns,
+        REWRITE_TAG,
+        position=48.5,
     ),
     OptdbRegistration(
         REWRITES_NAME,

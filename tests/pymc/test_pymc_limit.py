@@ -83,16 +83,18 @@ def test_the_reference_allocates_its_gradient_and_the_regression_its_residuals()
 @pytest.mark.parametrize("name", ["eight_schools", "hierarchical_85", "regression_65p"])
 def test_jit_fn_allocates_at_most_one_array_more_than_the_reference(name):
     # besides the unboxed vector: the joined gradient and the 0-d logp; the regression's reference allocates
-    # its residuals too; the hierarchical model's indexed gradient is written within the joined gradient
+    # its residuals too; the hierarchical model's indexed gradient is written within the joined gradient; the
+    # regression's linear predictor is a matrix-vector product (dot_data_columns), whose vector stock's fused loop
+    # does not allocate: one more than stock there
     from llvm_backend.tools.measure import nrt_allocations_per_call
 
     graph = limit_graph(name)
     x = graph.values[0]
-    own = 2 if name == "regression_65p" else 1
+    own, more_than_stock = (2, 1) if name == "regression_65p" else (1, 0)
     llvm, stock = (pymc_compile(graph, mode).vm.jit_fn for mode in ("LLVM", "NUMBA"))
     np.testing.assert_allclose(llvm(x)[1], stock(x)[1], rtol=1e-12)
     assert nrt_allocations_per_call(lambda: llvm(x)) - 1 <= own + 1
-    assert nrt_allocations_per_call(lambda: llvm(x)) <= nrt_allocations_per_call(lambda: stock(x))
+    assert nrt_allocations_per_call(lambda: llvm(x)) <= nrt_allocations_per_call(lambda: stock(x)) + more_than_stock
 
 
 def test_a_quick_bench_run_measures_every_mode_and_the_reference():
@@ -135,3 +137,13 @@ def test_the_llvm_modes_logp_and_gradient_are_stocks_and_the_references(name):
         for got, want, reference in zip(llvm(x), stock(x), REFERENCES[name](x, *data), strict=True):
             np.testing.assert_allclose(got, want, rtol=CHECK_TOLERANCE, atol=CHECK_TOLERANCE)
             np.testing.assert_allclose(got, reference, rtol=CHECK_TOLERANCE, atol=CHECK_TOLERANCE)
+
+
+def test_the_regressions_linear_predictor_is_one_matrix_vector_product_of_a_view():
+    from pytensor.tensor.basic import Join
+    from pytensor.tensor.math import Dot
+
+    nodes = pymc_compile(limit_graph("regression_65p"), "LLVM").maker.fgraph.apply_nodes
+    [dot] = [node for node in nodes if isinstance(node.op, Dot)]
+    assert dot.inputs[0].type.shape == (400, 48)
+    assert not any(isinstance(node.op, Join) for node in nodes)

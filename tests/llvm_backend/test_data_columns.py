@@ -1,0 +1,99 @@
+"""A linear predictor over constant data columns as one matrix-vector product
+(`llvm_backend.rewrites.columns`): the py linker's and stock NUMBA's values for the log-density and gradient of a
+regression, the coefficients read as one slice of the parameters, and what it leaves alone."""
+
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+import pytest
+from pytensor.tensor.basic import Join
+from pytensor.tensor.math import Dot
+
+import llvm_backend  # noqa: F401
+from llvm_backend.rewrites.columns import MIN_COLUMNS
+from llvm_backend.tools.testing import compare_llvm_numba_and_py
+
+N_OBS = 50
+
+
+def _design(n_cols: int, dtype="float64") -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(n_cols)
+    return rng.normal(size=(N_OBS, n_cols)).astype(dtype), rng.normal(size=N_OBS).astype(dtype)
+
+
+def _regression(n_cols: int, coefficient, dtype="float64"):
+    """PyMC's shape of a regression: ``x = [intercept, log_sigma, b_0, ...]``, the mean a sum of each
+    ``coefficient(x, i)`` times a constant column; its Normal log-density and gradient."""
+    X, y = _design(n_cols, dtype)
+    x = pt.vector("x", shape=(n_cols + 2,), dtype=dtype)
+    mu = x[:1] + sum(coefficient(x, i) * pt.constant(X)[:, i] for i in range(n_cols))
+    sigma = pt.exp(x[1])
+    logp = pt.sum(-0.5 * ((pt.constant(y) - mu) / sigma) ** 2 - x[1]) - 0.5 * pt.sum(x**2)
+    return x, [logp, pt.grad(logp, x)]
+
+
+def _slice(x, i):
+    return x[2 + i : 3 + i]
+
+
+def _ops(fn, op_class) -> list:
+    return [node for node in fn.maker.fgraph.apply_nodes if isinstance(node.op, op_class)]
+
+
+def _points(n_cols: int, dtype="float64") -> list[np.ndarray]:
+    rng = np.random.default_rng(7)
+    return [rng.normal(0, 0.5, size=n_cols + 2).astype(dtype) for _ in range(3)]
+
+
+@pytest.mark.parametrize("n_cols", [MIN_COLUMNS, 20])
+def test_values_match_py_and_stock_and_the_predictor_is_one_product(n_cols):
+    x, outputs = _regression(n_cols, _slice)
+    for point in _points(n_cols):
+        fn, _ = compare_llvm_numba_and_py([x], outputs, [point], rtol=1e-10, atol=1e-12)
+    assert len(_ops(fn, Dot)) == 1
+    # the coefficients are x[2:2 + n_cols], a view: no join copies them
+    assert not _ops(fn, Join)
+    stock = pytensor.function([x], outputs, mode="NUMBA")
+    assert not _ops(stock, Dot)
+
+
+def test_coefficients_that_are_not_one_slice_are_joined():
+    """Scalars times columns (each an ExpandDims of a 0-d item), in reverse order: a join of them."""
+    x, outputs = _regression(10, lambda x, i: x[11 - i])
+    for point in _points(10):
+        fn, _ = compare_llvm_numba_and_py([x], outputs, [point], rtol=1e-10, atol=1e-12)
+    assert len(_ops(fn, Dot)) == 1
+
+
+def test_float32():
+    x, outputs = _regression(12, _slice, dtype="float32")
+    for point in _points(12, dtype="float32"):
+        fn, _ = compare_llvm_numba_and_py([x], outputs, [point], rtol=1e-4, atol=1e-4)
+    assert len(_ops(fn, Dot)) == 1
+
+
+def test_what_is_left_alone():
+    """Fewer than MIN_COLUMNS columns, and columns whose product is used twice."""
+    x, outputs = _regression(MIN_COLUMNS - 1, _slice)
+    fn, _ = compare_llvm_numba_and_py([x], outputs, [_points(MIN_COLUMNS - 1)[0]], rtol=1e-10, atol=1e-12)
+    assert not _ops(fn, Dot)
+    X, _ = _design(MIN_COLUMNS)
+    v = pt.vector("v", shape=(MIN_COLUMNS,))
+    products = [v[i : i + 1] * pt.constant(X)[:, i] for i in range(MIN_COLUMNS)]
+    outputs = [sum(products), products[0]]
+    fn, _ = compare_llvm_numba_and_py([v], outputs, [np.linspace(-1, 1, MIN_COLUMNS)])
+    assert not _ops(fn, Dot)
+
+
+def test_a_vector_input_of_the_wrong_length_raises_as_stock_does():
+    """The rest of the sum is an input of unknown length: one of another length than the columns raises
+    stock's ValueError."""
+    X, _ = _design(MIN_COLUMNS)
+    v, r = pt.vector("v", shape=(MIN_COLUMNS,)), pt.dvector("r")
+    output = r + sum(v[i : i + 1] * pt.constant(X)[:, i] for i in range(MIN_COLUMNS))
+    fn, _ = compare_llvm_numba_and_py([v, r], output, [np.ones(MIN_COLUMNS), np.arange(N_OBS, dtype=float)])
+    assert len(_ops(fn, Dot)) == 1
+    stock = pytensor.function([v, r], output, mode="NUMBA")
+    for function in (fn, stock):
+        with pytest.raises(ValueError):
+            function(np.ones(MIN_COLUMNS), np.ones(N_OBS + 1))

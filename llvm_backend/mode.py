@@ -26,7 +26,7 @@ LINKER_NAME = "llvm"
 REWRITES_NAME = "llvm_backend_rewrites"
 SUPERVISOR_NAME = "llvm_backend_indexed_supervisor"
 EXPOSE_SCALARS_NAME = "llvm_backend_expose_scalar_inputs"
-DATA_COLUMNS_NAME = "llvm_backend_dot_data_columns"
+DATA_COLUMNS_NAME = "llvm_backend_data_columns"
 
 llvm_rewrites = SequenceDB()
 """Rewrites run only in the LLVM mode (anything using `LLVMLinker`)."""

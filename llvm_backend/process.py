@@ -41,7 +41,7 @@ from llvm_backend.mode import (
     SUPERVISOR_NAME,
     llvm_rewrites,
 )
-from llvm_backend.rewrites.columns import dot_data_columns
+from llvm_backend.rewrites.columns import data_columns
 from llvm_backend.rewrites.scalar_inputs import ExposeScalarInputs
 from llvm_backend.rewrites.supervisor import use_indexed_supervisor
 
@@ -302,10 +302,11 @@ CHANGES: tuple[Change, ...] = (
     ),
     OptdbRegistration(
         DATA_COLUMNS_NAME,
-        """`dot_data_columns` (many constant data columns times one vector as one matrix-vector product) in
-        ``optdb`` under our tag at 48.5: after ``add_mul_fusion`` (48) has flattened a linear predictor's sum into one
-        ``Add``, before elemwise fusion (49) folds its products into a loop. Only queries including our tag see it.""",
-        dot_data_columns,
+        """`data_columns` (products of constant data matrices by vectors: many columns as one matrix-vector
+        product, few as column products and row sums) in ``optdb`` under our tag at 48.5: after ``add_mul_fusion``
+        (48) has flattened a linear predictor's sum into one ``Add``, before elemwise fusion (49), which folds the
+        narrow ones into its loops. Only queries including our tag see it.""",
+        data_columns,
         REWRITE_TAG,
         position=48.5,
     ),

@@ -1,21 +1,33 @@
-"""A linear predictor over constant data columns as one matrix-vector product.
+"""Products of constant data matrices by vectors, written as suits their width.
 
-A PyMC model whose mean is written ``intercept + sum(b_i * X[:, i] for i in ...)`` over a constant design
-matrix ``X`` reaches the compiler as one ``Add`` of k products of a length-1 vector (a coefficient) by a constant
-column. Fused with the likelihood and its gradient, it is one loop over the observations that reads k column
-streams and holds k coefficients and the gradient's k accumulators: for the 48 columns of a 65-parameter
-regression, more values than a CPU has registers, spilled to the stack at every observation. ``dot_data_columns``
-writes the sum as one product of a constant matrix by the vector of coefficients, computed before the loop::
+A PyMC model's linear predictor over a constant design matrix ``X`` reaches the compiler in one of two forms (the
+gradient of the second holds a third):
 
-    add(r, mul(s_1, c_1), ..., mul(s_k, c_k))   ->  add(r, dot(C, s))    C = [c_1 ... c_k],  s = join(s_1, ..., s_k)
+- ``intercept + sum(b_i * X[:, i] for i in ...)``: one ``Add`` of k products of a length-1 coefficient by a
+  constant column. Fused with the likelihood and its gradient, it is one loop over the observations that reads k
+  column streams and holds k coefficients and the gradient's k accumulators: for the 48 columns of a 65-parameter
+  regression, more values than a CPU has registers, spilled to the stack at every observation.
+  `_linear_predictors` writes such an ``Add`` of `MIN_COLUMNS` or more terms as one product of a constant matrix
+  by the vector of coefficients, computed before the loop::
 
-where ``s`` is a slice of one vector, not a join, when the ``s_i`` are its consecutive items (PyMC's raveled
-parameters). It applies to an ``Add`` with at least `MIN_COLUMNS` such terms, each a two-input ``Mul`` used only
-there, of a `TensorConstant` vector (not broadcastable) and a length-1 vector, both of the ``Add``'s float dtype,
-the constants all of one length; fewer columns keep the fused loop, which costs less than a product's call. The
-matrix is a constant made once, when the graph is rewritten, C-contiguous. The values are the same sums of the
-same products, added in another order: the reassociation PyTensor's fast-math contract allows. The loop reads the
-product's vector, one allocation per call (3.2 KB for 400 observations), where it read the columns.
+      add(r, mul(s_1, c_1), ..., mul(s_k, c_k))   ->  add(r, dot(C, s))    C = [c_1 ... c_k],  s = join(s_1, ..., s_k)
+
+  ``s`` is a slice of one vector, not a join, when the ``s_i`` are its consecutive items (PyMC's raveled
+  parameters). Each term is a two-input ``Mul`` used only there, of a `TensorConstant` vector (not
+  broadcastable) and a length-1 vector, both of the ``Add``'s float dtype, the constants all of one length. The
+  loop reads the product's vector, one allocation per call, where it read the columns.
+- ``intercept + dot(X, beta)`` with few columns (a logistic regression's 5 predictors), and in its gradient
+  ``dot(X.T, d)``, a product by a matrix of few rows: each a ``Dot`` of its own, whose vectors are allocated and
+  written in one loop and read in the next. `_narrow_products` writes a product of a constant matrix of fewer
+  than `MIN_COLUMNS` columns by a vector of that static length as the sum of its columns times the vector's
+  items, and one of fewer than `MIN_COLUMNS` rows as the vector of its rows' sums of products with the vector,
+  which elemwise fusion folds into the loops around them (each ``Squeeze{axis=1}(Dot(M, ExpandDims{axis=1}(v)))``
+  whose ``Dot`` is used only there, ``M`` and ``v`` of its float dtype). In the row sums a ``v`` of another length
+  than a row raises the ``ValueError`` the ``Dot`` raised; the column products need ``v``'s static length.
+
+Matrices are constants made once, when the graph is rewritten, C-contiguous. The values are the same sums of the
+same products, added in another order: the reassociation PyTensor's fast-math contract allows. The two never
+undo each other: one makes products of `MIN_COLUMNS` or more columns, the other takes apart only narrower ones.
 """
 
 import numpy as np
@@ -23,14 +35,16 @@ import pytensor.scalar as ps
 import pytensor.tensor as pt
 from pytensor.graph.basic import Constant, Variable
 from pytensor.graph.rewriting.basic import GraphRewriter
-from pytensor.tensor.elemwise import Elemwise
+from pytensor.tensor.elemwise import DimShuffle, Elemwise
+from pytensor.tensor.math import Dot
 from pytensor.tensor.subtensor import Subtensor, get_idx_list
 from pytensor.tensor.variable import TensorConstant
 
-__all__ = ["MIN_COLUMNS", "DotDataColumns", "dot_data_columns"]
+__all__ = ["MIN_COLUMNS", "DataColumns", "data_columns"]
 
 MIN_COLUMNS = 8
-"""The fewest column products a matrix-vector product replaces."""
+"""The fewest column products a matrix-vector product replaces, and the fewest columns (or rows) of a constant
+matrix whose product by a vector is left one."""
 
 
 def _column_product(fgraph, var: Variable) -> tuple | None:
@@ -106,16 +120,54 @@ def _linear_predictors(fgraph) -> list:
     return replacements
 
 
-class DotDataColumns(GraphRewriter):
-    """`dot_data_columns`: every linear predictor of the graph written as a matrix-vector product, at once."""
+def _expanded_column(var: Variable) -> Variable | None:
+    """``v`` when ``var`` is ``ExpandDims{axis=1}(v)`` of a vector ``v``; else None."""
+    node = var.owner
+    if node is None or not isinstance(node.op, DimShuffle) or node.op.new_order != (0, "x"):
+        return None
+    return node.inputs[0]
+
+
+def _narrow_products(fgraph) -> list:
+    """The replacement of each ``Squeeze{axis=1}(Dot(M, ExpandDims{axis=1}(v)))`` of a constant float matrix ``M``
+    with fewer than `MIN_COLUMNS` columns (``v`` of that static length) by the sum of its columns times ``v``'s
+    items, or with fewer than `MIN_COLUMNS` rows by the vector of its rows' sums of products with ``v``."""
+    replacements = []
+    for node in fgraph.toposort():
+        if not isinstance(node.op, DimShuffle) or node.op.new_order != (0,) or node.inputs[0].owner is None:
+            continue
+        dot = node.inputs[0].owner
+        if not isinstance(dot.op, Dot) or len(fgraph.clients[dot.outputs[0]]) != 1:
+            continue
+        matrix, v = dot.inputs[0], _expanded_column(dot.inputs[1])
+        [output] = node.outputs
+        if not isinstance(matrix, TensorConstant) or v is None:
+            continue
+        if not matrix.type.dtype == v.type.dtype == output.type.dtype:
+            continue
+        rows, columns = matrix.data.shape
+        if columns < MIN_COLUMNS and v.type.shape[0] == columns:
+            new = pt.add(*(pt.constant(matrix.data[:, j]) * v[j : j + 1] for j in range(columns)))
+        elif rows < MIN_COLUMNS:
+            new = pt.stack([pt.sum(pt.constant(matrix.data[i]) * v) for i in range(rows)])
+        else:
+            continue
+        replacements.append((output, pt.specify_shape(new, output.type.shape) if new.type != output.type else new))
+    return replacements
+
+
+class DataColumns(GraphRewriter):
+    """`data_columns`: every product of a constant matrix by a vector written as suits its width, at once: wide
+    ones as one `Dot` (`_linear_predictors`), narrow ones as column products and row sums (`_narrow_products`)."""
 
     def apply(self, fgraph):
-        replacements = _linear_predictors(fgraph)
-        if replacements:
-            fgraph.replace_all_validate(replacements, reason="dot_data_columns")
+        for find in (_linear_predictors, _narrow_products):
+            replacements = find(fgraph)
+            if replacements:
+                fgraph.replace_all_validate(replacements, reason="data_columns")
 
     def __str__(self) -> str:
-        return "dot_data_columns"
+        return "data_columns"
 
 
-dot_data_columns = DotDataColumns()
+data_columns = DataColumns()

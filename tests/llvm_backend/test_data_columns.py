@@ -1,6 +1,7 @@
-"""A linear predictor over constant data columns as one matrix-vector product
-(`llvm_backend.rewrites.columns`): the py linker's and stock NUMBA's values for the log-density and gradient of a
-regression, the coefficients read as one slice of the parameters, and what it leaves alone."""
+"""Products of constant data matrices by vectors as suits their width (`llvm_backend.rewrites.columns`): a linear
+predictor over many columns as one matrix-vector product, the coefficients read as one slice of the parameters; a
+product by a narrow matrix (few columns, or few rows) as column products and row sums that fusion folds into its
+loops. The py linker's and stock NUMBA's values, errors on wrong lengths, and what is left alone."""
 
 import numpy as np
 import pytensor
@@ -97,3 +98,47 @@ def test_a_vector_input_of_the_wrong_length_raises_as_stock_does():
     for function in (fn, stock):
         with pytest.raises(ValueError):
             function(np.ones(MIN_COLUMNS), np.ones(N_OBS + 1))
+
+
+def _logistic(n_predictors: int):
+    """A logistic regression's log-density and gradient with ``dot(X, beta)`` over a constant design matrix: its
+    gradient holds ``dot(X.T, d)``, a product by a matrix of ``n_predictors`` rows."""
+    rng = np.random.default_rng(n_predictors)
+    X, y = rng.normal(size=(N_OBS, n_predictors)), rng.integers(0, 2, size=N_OBS)
+    x = pt.vector("x", shape=(n_predictors + 1,))
+    logit = x[0] + pt.dot(pt.constant(X), x[1:])
+    logp = pt.sum(pt.switch(pt.eq(pt.constant(y), 1), -pt.softplus(-logit), -pt.softplus(logit))) - pt.sum(x**2)
+    return x, [logp, pt.grad(logp, x)]
+
+
+@pytest.mark.parametrize("n_predictors", [1, 5, MIN_COLUMNS - 1])
+def test_narrow_products_are_column_products_and_row_sums(n_predictors):
+    x, outputs = _logistic(n_predictors)
+    rng = np.random.default_rng(3)
+    for _ in range(3):
+        point = rng.normal(0, 0.5, size=n_predictors + 1)
+        fn, _ = compare_llvm_numba_and_py([x], outputs, [point], rtol=1e-10, atol=1e-12)
+    assert not _ops(fn, Dot)
+    assert _ops(pytensor.function([x], outputs, mode="NUMBA"), Dot)
+
+
+def test_a_product_by_a_wide_matrix_of_a_vector_of_unknown_length_is_left_a_product():
+    X, _ = _design(MIN_COLUMNS)
+    v = pt.dvector("v")
+    fn, _ = compare_llvm_numba_and_py([v], pt.dot(pt.constant(X), v), [np.linspace(0, 1, MIN_COLUMNS)])
+    assert len(_ops(fn, Dot)) == 1
+
+
+def test_a_vector_of_the_wrong_length_raises_as_stock_does():
+    """Few columns, a vector of unknown length: left a product, which raises; few rows: row sums, whose
+    products raise stock's ValueError."""
+    narrow, _ = _design(3)
+    v = pt.dvector("v")
+    for matrix, length in ((narrow, 3), (narrow.T.copy(), N_OBS)):
+        output = pt.dot(pt.constant(matrix), v)
+        fn, _ = compare_llvm_numba_and_py([v], output, [np.linspace(-1, 1, length)])
+        assert bool(_ops(fn, Dot)) == (matrix.shape[1] == 3)
+        stock = pytensor.function([v], output, mode="NUMBA")
+        for function in (fn, stock):
+            with pytest.raises(ValueError):
+                function(np.ones(length + 1))

@@ -84,7 +84,7 @@ def test_the_reference_allocates_its_gradient_and_the_regression_its_residuals()
 def test_jit_fn_allocates_at_most_one_array_more_than_the_reference(name):
     # besides the unboxed vector: the joined gradient and the 0-d logp; the regression's reference allocates
     # its residuals too; the hierarchical model's indexed gradient is written within the joined gradient; the
-    # regression's linear predictor is a matrix-vector product (dot_data_columns), whose vector stock's fused loop
+    # regression's linear predictor is a matrix-vector product (data_columns), whose vector stock's fused loop
     # does not allocate: one more than stock there
     from llvm_backend.tools.measure import nrt_allocations_per_call
 
@@ -147,3 +147,14 @@ def test_the_regressions_linear_predictor_is_one_matrix_vector_product_of_a_view
     [dot] = [node for node in nodes if isinstance(node.op, Dot)]
     assert dot.inputs[0].type.shape == (400, 48)
     assert not any(isinstance(node.op, Join) for node in nodes)
+
+
+def test_the_logistics_products_by_its_design_matrix_are_fused_into_its_loops():
+    from pytensor.tensor.math import Dot
+
+    def dots(mode):
+        nodes = pymc_compile(limit_graph("logistic_5p"), mode).maker.fgraph.apply_nodes
+        return [node for node in nodes if isinstance(node.op, Dot)]
+
+    assert not dots("LLVM")
+    assert len(dots("NUMBA")) == 2

@@ -6,19 +6,22 @@ from pytensor.graph.rewriting.basic import in2out
 from pytensor.graph.rewriting.db import RewriteDatabaseQuery, SequenceDB
 
 from llvm_backend.linker import REWRITE_TAG, LLVMLinker
+from llvm_backend.rewrites.columns import data_columns
 from llvm_backend.rewrites.hoist import hoist_invariants
 from llvm_backend.rewrites.logistic import share_logistic_exps
 from llvm_backend.rewrites.reductions import reduce_make_vector
+from llvm_backend.rewrites.switches import sum_of_scalar_switch
 
 __all__ = [
-    "DATA_COLUMNS_NAME",
     "EXPOSE_SCALARS_NAME",
     "LINKER_NAME",
     "LLVM",
     "MODE_NAME",
+    "PRE_FUSION_NAME",
     "REWRITES_NAME",
     "SUPERVISOR_NAME",
     "llvm_rewrites",
+    "llvm_rewrites_before_fusion",
 ]
 
 MODE_NAME = "LLVM"
@@ -26,7 +29,19 @@ LINKER_NAME = "llvm"
 REWRITES_NAME = "llvm_backend_rewrites"
 SUPERVISOR_NAME = "llvm_backend_indexed_supervisor"
 EXPOSE_SCALARS_NAME = "llvm_backend_expose_scalar_inputs"
-DATA_COLUMNS_NAME = "llvm_backend_data_columns"
+PRE_FUSION_NAME = "llvm_backend_rewrites_before_fusion"
+
+llvm_rewrites_before_fusion = SequenceDB()
+"""Rewrites run only in the LLVM mode, before elemwise fusion: products by data matrices as suits their width,
+then sums gated by one condition as its switch of the sum."""
+llvm_rewrites_before_fusion.register("data_columns", data_columns, "fast_run", REWRITE_TAG, position=0.5)
+llvm_rewrites_before_fusion.register(
+    "sum_of_scalar_switch",
+    in2out(sum_of_scalar_switch, name="sum_of_scalar_switch"),
+    "fast_run",
+    REWRITE_TAG,
+    position=0.6,
+)
 
 llvm_rewrites = SequenceDB()
 """Rewrites run only in the LLVM mode (anything using `LLVMLinker`)."""

@@ -32,16 +32,16 @@ from llvm_backend.function import LLVMFunction, function_maker
 from llvm_backend.linker import REWRITE_TAG
 from llvm_backend.lowerings.composite import numba_funcify_Composite, numba_funcify_Composite_without_key
 from llvm_backend.mode import (
-    DATA_COLUMNS_NAME,
     EXPOSE_SCALARS_NAME,
     LINKER_NAME,
     LLVM,
     MODE_NAME,
+    PRE_FUSION_NAME,
     REWRITES_NAME,
     SUPERVISOR_NAME,
     llvm_rewrites,
+    llvm_rewrites_before_fusion,
 )
-from llvm_backend.rewrites.columns import data_columns
 from llvm_backend.rewrites.scalar_inputs import ExposeScalarInputs
 from llvm_backend.rewrites.supervisor import use_indexed_supervisor
 
@@ -301,12 +301,12 @@ CHANGES: tuple[Change, ...] = (
         position=-0.5,
     ),
     OptdbRegistration(
-        DATA_COLUMNS_NAME,
-        """`data_columns` (products of constant data matrices by vectors: many columns as one matrix-vector
-        product, few as column products and row sums) in ``optdb`` under our tag at 48.5: after ``add_mul_fusion``
-        (48) has flattened a linear predictor's sum into one ``Add``, before elemwise fusion (49), which folds the
-        narrow ones into its loops. Only queries including our tag see it.""",
-        data_columns,
+        PRE_FUSION_NAME,
+        """`llvm_rewrites_before_fusion` (products of constant data matrices by vectors as suits their width, sums
+        gated by one condition as its switch of the sum) in ``optdb`` under our tag at 48.5: after ``add_mul_fusion``
+        (48) has flattened a linear predictor's sum into one ``Add``, before elemwise fusion (49), which folds what
+        they leave into its loops. Only queries including our tag see it.""",
+        llvm_rewrites_before_fusion,
         REWRITE_TAG,
         position=48.5,
     ),

@@ -9,6 +9,7 @@ from llvm_backend.linker import REWRITE_TAG, LLVMLinker
 from llvm_backend.rewrites.columns import data_columns
 from llvm_backend.rewrites.hoist import hoist_invariants
 from llvm_backend.rewrites.logistic import share_logistic_exps
+from llvm_backend.rewrites.made_vectors import elemwise_of_make_vector, join_of_make_vector
 from llvm_backend.rewrites.reductions import reduce_make_vector
 from llvm_backend.rewrites.switches import sum_of_scalar_switch
 
@@ -33,7 +34,7 @@ PRE_FUSION_NAME = "llvm_backend_rewrites_before_fusion"
 
 llvm_rewrites_before_fusion = SequenceDB()
 """Rewrites run only in the LLVM mode, before elemwise fusion: products by data matrices as suits their width,
-then sums gated by one condition as its switch of the sum."""
+sums gated by one condition as its switch of the sum, elementwise ops and joins of made vectors item by item."""
 llvm_rewrites_before_fusion.register("data_columns", data_columns, "fast_run", REWRITE_TAG, position=0.5)
 llvm_rewrites_before_fusion.register(
     "sum_of_scalar_switch",
@@ -41,6 +42,13 @@ llvm_rewrites_before_fusion.register(
     "fast_run",
     REWRITE_TAG,
     position=0.6,
+)
+llvm_rewrites_before_fusion.register(
+    "made_vectors",
+    in2out(elemwise_of_make_vector, join_of_make_vector, name="made_vectors"),
+    "fast_run",
+    REWRITE_TAG,
+    position=0.7,
 )
 
 llvm_rewrites = SequenceDB()

@@ -303,9 +303,10 @@ CHANGES: tuple[Change, ...] = (
     OptdbRegistration(
         PRE_FUSION_NAME,
         """`llvm_rewrites_before_fusion` (products of constant data matrices by vectors as suits their width, sums
-        gated by one condition as its switch of the sum) in ``optdb`` under our tag at 48.5: after ``add_mul_fusion``
-        (48) has flattened a linear predictor's sum into one ``Add``, before elemwise fusion (49), which folds what
-        they leave into its loops. Only queries including our tag see it.""",
+        gated by one condition as its switch of the sum, elementwise ops and joins of made vectors item by item) in
+        ``optdb`` under our tag at 48.5: after ``add_mul_fusion`` (48) has flattened a linear predictor's sum into
+        one ``Add``, before elemwise fusion (49), which folds what they leave into its loops. Only queries including
+        our tag see it.""",
         llvm_rewrites_before_fusion,
         REWRITE_TAG,
         position=48.5,

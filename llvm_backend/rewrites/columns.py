@@ -100,6 +100,11 @@ def _coefficients(terms: list) -> tuple[list, Variable]:
     return terms, pt.join(0, *(s for s, _ in terms))
 
 
+def _replacing(output: Variable, new: Variable) -> tuple[Variable, Variable]:
+    """``(output, new)``, ``new`` given ``output``'s static shape when its type is less specific."""
+    return output, new if new.type == output.type else pt.specify_shape(new, output.type.shape)
+
+
 def _linear_predictors(fgraph) -> list:
     """The replacement of each ``Add`` with `MIN_COLUMNS` or more products of a length-1 vector by a column."""
     replacements = []
@@ -115,8 +120,7 @@ def _linear_predictors(fgraph) -> list:
         product = pt.dot(_matrix([c for _, c in terms]), coefficients)
         rest = [term for term, f in zip(node.inputs, found, strict=True) if f is None]
         [output] = node.outputs
-        new = pt.add(*rest, product) if rest else product
-        replacements.append((output, pt.specify_shape(new, output.type.shape) if new.type != output.type else new))
+        replacements.append(_replacing(output, pt.add(*rest, product) if rest else product))
     return replacements
 
 
@@ -152,7 +156,7 @@ def _narrow_products(fgraph) -> list:
             new = pt.stack([pt.sum(pt.constant(matrix.data[i]) * v) for i in range(rows)])
         else:
             continue
-        replacements.append((output, pt.specify_shape(new, output.type.shape) if new.type != output.type else new))
+        replacements.append(_replacing(output, new))
     return replacements
 
 

@@ -12,6 +12,7 @@ a ``MakeVector`` of at most `MAX_ITEMS` items whose other inputs are vectors of 
 The same scalar op on the same values, so the same values; scalarization then computes them as scalars. The
 other inputs are read item by item as they are: one computed by a loop of its own (``2 * beta``) stays that loop's
 vector.
+
 ``join_of_make_vector`` writes a ``Join`` along its one axis of ``MakeVector`` and vectors of length 1 (a
 gradient joined from a parameter's own and a vector of the others') as one ``MakeVector`` of their items, which
 scalarization makes one vector of the scalars, where a join of the made vector copied a vector it had allocated.
@@ -28,10 +29,15 @@ MAX_ITEMS = 16
 """The most items of a ``MakeVector`` whose elementwise ops are written item by item."""
 
 
+def _made(var) -> bool:
+    """Whether ``var`` is a ``MakeVector``'s output."""
+    return var.owner is not None and isinstance(var.owner.op, MakeVector)
+
+
 def _items(var, length: int) -> list | None:
     """``var``'s ``length`` items as 0-d values: a ``MakeVector``'s inputs, a vector's ``var[i]`` (its one item,
     its axis dropped, repeated when of length 1); None for any other input."""
-    if var.owner is not None and isinstance(var.owner.op, MakeVector):
+    if _made(var):
         return list(var.owner.inputs) if len(var.owner.inputs) == length else None
     if var.type.ndim != 1:
         return None
@@ -45,7 +51,7 @@ def elemwise_of_make_vector(fgraph, node):
     """Elemwise{op}(MakeVector(...), ...) -> MakeVector(op(...), ...) (see the module)."""
     if len(node.outputs) != 1 or node.op.inplace_pattern or node.outputs[0].type.ndim != 1:
         return None
-    made = [var for var in node.inputs if var.owner is not None and isinstance(var.owner.op, MakeVector)]
+    made = [var for var in node.inputs if _made(var)]
     if not made:
         return None
     length = len(made[0].owner.inputs)
@@ -66,13 +72,11 @@ def elemwise_of_make_vector(fgraph, node):
 def join_of_make_vector(fgraph, node):
     """Join{axis=0}(MakeVector(...), x, ...) of ``MakeVector`` and length-1 vectors -> one ``MakeVector``."""
     [output] = node.outputs
-    if output.type.ndim != 1 or not any(
-        var.owner is not None and isinstance(var.owner.op, MakeVector) for var in node.inputs
-    ):
+    if output.type.ndim != 1 or not any(map(_made, node.inputs)):
         return None
     items = []
     for var in node.inputs:
-        if var.owner is not None and isinstance(var.owner.op, MakeVector):
+        if _made(var):
             items += var.owner.inputs
         elif var.type.shape == (1,):
             items.append(var.dimshuffle())

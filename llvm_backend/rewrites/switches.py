@@ -63,13 +63,8 @@ def sum_of_scalar_switch(fgraph, node):
     for k, a, k_if_true in ((if_false, if_true, False), (if_true, if_false, True)):
         value = _constant_value(k, length)
         if value is not None and a.type.broadcastable == (False,) and a.type.dtype == switched.type.dtype:
-            total = pt.sum(a)
-            constant = pt.constant(np.asarray(value, dtype=output.type.dtype))
-            result = (
-                pt.switch(_scalar_condition(c), constant, total)
-                if k_if_true
-                else pt.switch(_scalar_condition(c), total, constant)
-            )
+            total, constant = pt.sum(a), pt.constant(np.asarray(value, dtype=output.type.dtype))
+            result = pt.switch(_scalar_condition(c), *((constant, total) if k_if_true else (total, constant)))
             if result.type != output.type:
                 return None
             copy_stack_trace(output, result)

@@ -4,6 +4,7 @@
 from pytensor.compile.mode import Mode
 from pytensor.graph.rewriting.basic import in2out
 from pytensor.graph.rewriting.db import RewriteDatabaseQuery, SequenceDB
+from pytensor.tensor.rewriting.math import local_sum_prod_of_mul_or_div
 
 from llvm_backend.linker import REWRITE_TAG, LLVMLinker
 from llvm_backend.rewrites.columns import data_columns
@@ -11,6 +12,7 @@ from llvm_backend.rewrites.hoist import hoist_invariants
 from llvm_backend.rewrites.logistic import share_logistic_exps
 from llvm_backend.rewrites.made_vectors import elemwise_of_make_vector, join_of_make_vector
 from llvm_backend.rewrites.reductions import reduce_make_vector
+from llvm_backend.rewrites.sums import sum_of_invariant_terms
 from llvm_backend.rewrites.switches import sum_of_scalar_switch
 
 __all__ = [
@@ -34,7 +36,9 @@ PRE_FUSION_NAME = "llvm_backend_rewrites_before_fusion"
 
 llvm_rewrites_before_fusion = SequenceDB()
 """Rewrites run only in the LLVM mode, before elemwise fusion: products by data matrices as suits their width,
-sums gated by one condition as its switch of the sum, elementwise ops and joins of made vectors item by item."""
+sums gated by one condition as its switch of the sum, a sum's terms that do not vary along its axes added once
+(with PyTensor's ``local_sum_prod_of_mul_or_div`` taking out the factors that do not vary of what is left),
+elementwise ops and joins of made vectors item by item."""
 llvm_rewrites_before_fusion.register("data_columns", data_columns, "fast_run", REWRITE_TAG, position=0.5)
 llvm_rewrites_before_fusion.register(
     "sum_of_scalar_switch",
@@ -42,6 +46,13 @@ llvm_rewrites_before_fusion.register(
     "fast_run",
     REWRITE_TAG,
     position=0.6,
+)
+llvm_rewrites_before_fusion.register(
+    "sum_of_invariant_terms",
+    in2out(sum_of_invariant_terms, local_sum_prod_of_mul_or_div, name="sum_of_invariant_terms"),
+    "fast_run",
+    REWRITE_TAG,
+    position=0.65,
 )
 llvm_rewrites_before_fusion.register(
     "made_vectors",

@@ -1,0 +1,96 @@
+"""A sum's terms that do not vary along the summed axes are added once, times the number of items summed.
+
+PyMC's log-density of n observations ``y ~ Normal(mu, sigma)`` is ``sum(-0.5 * r**2 - log(sigma) - 0.919)``: two
+of its three terms are the same for every observation (``log(sigma)`` is broadcast along them). Elemwise fusion
+folds the sum into the loop over the observations, which then adds both at every item: per observation, a
+square, a multiply-add of the constants and the add into the sum, where a sum of squares needs one multiply-add.
+``sum_of_invariant_terms`` writes::
+
+    Sum(a + b - c)   ->   Sum(a) + n * (b' - c')
+
+for an elementwise tree of ``Add``, ``Sub`` and ``Neg`` under the sum, whose terms ``b`` and ``c`` are
+broadcastable along every summed axis (``b'`` and ``c'`` without those axes), and ``n`` the number of items summed,
+known from the static shape and positive. PyTensor's own ``local_sum_prod_of_mul_or_div`` then takes the
+constant factor out of ``Sum(-0.5 * r**2)``, in the same pass: the loop adds ``r * r`` into one accumulator.
+
+It applies when the sum's input, its dtype and its accumulator's are one float dtype, each term is of that dtype,
+and each ``Add``, ``Sub`` or ``Neg`` it looks through is used only under the sum (else the tree is computed for
+its other use anyway and the split costs a loop more work, not less). The values are the same sums in another
+order: the rounding of a reassociation, as fast-math allows. An infinity or NaN among the invariant terms makes
+the result that infinity or NaN, as the sum's was (``n`` is at least 1). The rewrite runs before elemwise fusion
+(``llvm_backend.mode``).
+"""
+
+import math
+
+import numpy as np
+import pytensor.scalar as ps
+import pytensor.tensor as pt
+from pytensor.graph.rewriting.basic import copy_stack_trace, node_rewriter
+from pytensor.tensor.elemwise import Elemwise
+from pytensor.tensor.math import Sum
+
+__all__ = ["sum_of_invariant_terms"]
+
+FLOATS = ("float32", "float64")
+
+
+def _signed_terms(fgraph, var, sign: int, terms: list, top: bool = True) -> None:
+    """Append ``(sign, term)`` for each term of the ``Add``/``Sub``/``Neg`` tree of ``var``, looking through a node
+    only when its output is used once (``top``: under the sum itself)."""
+    node = var.owner
+    scalar_op = node.op.scalar_op if node is not None and isinstance(node.op, Elemwise) else None
+    used_once = len(fgraph.clients[var]) == 1
+    if isinstance(scalar_op, ps.Add | ps.Sub | ps.Neg) and used_once and var.type.dtype == node.inputs[0].type.dtype:
+        if isinstance(scalar_op, ps.Add):
+            for term in node.inputs:
+                _signed_terms(fgraph, term, sign, terms, top=False)
+        elif isinstance(scalar_op, ps.Sub):
+            _signed_terms(fgraph, node.inputs[0], sign, terms, top=False)
+            _signed_terms(fgraph, node.inputs[1], -sign, terms, top=False)
+        else:
+            _signed_terms(fgraph, node.inputs[0], -sign, terms, top=False)
+        return
+    terms.append((sign, var))
+
+
+def _signed_sum(terms: list):
+    """The elementwise sum of ``(sign, term)`` pairs: the positive ones added, the negative ones subtracted."""
+    plus = [term for sign, term in terms if sign > 0]
+    minus = [term for sign, term in terms if sign < 0]
+    if not minus:
+        return pt.add(*plus) if len(plus) > 1 else plus[0]
+    subtracted = pt.add(*minus) if len(minus) > 1 else minus[0]
+    if not plus:
+        return -subtracted
+    return (pt.add(*plus) if len(plus) > 1 else plus[0]) - subtracted
+
+
+@node_rewriter([Sum])
+def sum_of_invariant_terms(fgraph, node):
+    """Sum(a + b - c) -> Sum(a) + n * (b' - c') for terms ``b`` and ``c`` broadcastable along the summed axes (see
+    the module)."""
+    [summed] = node.inputs
+    [output] = node.outputs
+    dtype = summed.type.dtype
+    if dtype not in FLOATS or not output.type.dtype == node.op.acc_dtype == dtype or len(fgraph.clients[summed]) != 1:
+        return None
+    axes = tuple(range(summed.type.ndim)) if node.op.axis is None else tuple(node.op.axis)
+    lengths = [summed.type.shape[axis] for axis in axes]
+    if not axes or any(length is None for length in lengths) or math.prod(lengths) < 1:
+        return None
+    terms = []
+    _signed_terms(fgraph, summed, 1, terms)
+    if any(term.type.dtype != dtype for _, term in terms):
+        return None
+    invariant = [(sign, term) for sign, term in terms if all(term.type.broadcastable[axis] for axis in axes)]
+    varying = [(sign, term) for sign, term in terms if not all(term.type.broadcastable[axis] for axis in axes)]
+    if not invariant:
+        return None
+    count = pt.constant(np.asarray(math.prod(lengths), dtype=dtype))
+    once = _signed_sum([(sign, term.squeeze(axes)) for sign, term in invariant])
+    result = count * once if not varying else node.op(_signed_sum(varying)) + count * once
+    if result.type != output.type:
+        return None
+    copy_stack_trace(output, result)
+    return [result]

@@ -22,12 +22,18 @@ for the inputs' element types, and called at each element (LLVM inlines it). For
 
 The loop's shape is, per dimension, the shape of the inputs not broadcastable there, which must all agree
 (else ``ValueError``, before anything is allocated), or 1 where every input is broadcastable.
+
+Each float scalar input enters the loop through ``llvm.arithmetic.fence``, which fast-math's reassociation does
+not cross: a value computed once for the loop stays computed once. Without it, ``r * (a / b)`` (the invariant
+factors' product, ``llvm_backend.rewrites.products``) went back into the loop as ``(r * a) * (1 / b)``, two
+multiplies per item, from InstCombine's ``(X / Y) * Z -> (X * Z) / Y``.
 """
 
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from llvmlite import ir
 from numba.core import cgutils, errors, types
 from numba.extending import intrinsic
 from numba.np.arrayobj import _empty_nd_impl
@@ -490,7 +496,7 @@ class _TypedLoop:
 
     def emit(self, context, builder, inputs_value):
         """Emit the loop on the tuple ``inputs_value``; return the tuple of its outputs."""
-        values = [builder.extract_value(inputs_value, k) for k in range(len(self.inputs))]
+        values = [_fenced(builder, builder.extract_value(inputs_value, k)) for k in range(len(self.inputs))]
         arrays = {
             k: _Array.of(context, builder, t, v)
             for k, (t, v) in enumerate(zip(self.inputs, values))
@@ -543,6 +549,18 @@ class _TypedLoop:
             for d, (i, b) in enumerate(zip(indices, broadcastable, strict=True))
         ]
         return context.unpack_value(builder, array.type.dtype, array.pointer(context, builder, at))
+
+
+def _fenced(builder, value):
+    """A float scalar input through ``llvm.arithmetic.fence``, else ``value``."""
+    if not isinstance(value.type, ir.DoubleType | ir.FloatType):
+        return value
+    fence = cgutils.get_or_insert_function(
+        builder.module,
+        ir.FunctionType(value.type, [value.type]),
+        f"llvm.arithmetic.fence.{'f64' if isinstance(value.type, ir.DoubleType) else 'f32'}",
+    )
+    return builder.call(fence, [value])
 
 
 def _placed(spec: LoopSpec, inputs) -> list[tuple[int | None, types.Type]]:

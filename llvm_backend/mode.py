@@ -11,6 +11,7 @@ from llvm_backend.rewrites.columns import data_columns
 from llvm_backend.rewrites.hoist import hoist_invariants
 from llvm_backend.rewrites.logistic import share_logistic_exps
 from llvm_backend.rewrites.made_vectors import elemwise_of_make_vector, join_of_make_vector
+from llvm_backend.rewrites.products import product_of_invariant_factors
 from llvm_backend.rewrites.reductions import reduce_make_vector
 from llvm_backend.rewrites.sums import sum_of_invariant_terms
 from llvm_backend.rewrites.switches import sum_of_scalar_switch
@@ -37,8 +38,9 @@ PRE_FUSION_NAME = "llvm_backend_rewrites_before_fusion"
 llvm_rewrites_before_fusion = SequenceDB()
 """Rewrites run only in the LLVM mode, before elemwise fusion: products by data matrices as suits their width,
 sums gated by one condition as its switch of the sum, a sum's terms that do not vary along its axes added once
-(with PyTensor's ``local_sum_prod_of_mul_or_div`` taking out the factors that do not vary of what is left),
-elementwise ops and joins of made vectors item by item."""
+(with PyTensor's ``local_sum_prod_of_mul_or_div`` taking out the factors that do not vary of what is left), a
+product's factors that do not vary along the loop multiplied together once, elementwise ops and joins of made
+vectors item by item."""
 llvm_rewrites_before_fusion.register("data_columns", data_columns, "fast_run", REWRITE_TAG, position=0.5)
 llvm_rewrites_before_fusion.register(
     "sum_of_scalar_switch",
@@ -53,6 +55,13 @@ llvm_rewrites_before_fusion.register(
     "fast_run",
     REWRITE_TAG,
     position=0.65,
+)
+llvm_rewrites_before_fusion.register(
+    "product_of_invariant_factors",
+    in2out(product_of_invariant_factors, name="product_of_invariant_factors"),
+    "fast_run",
+    REWRITE_TAG,
+    position=0.68,
 )
 llvm_rewrites_before_fusion.register(
     "made_vectors",

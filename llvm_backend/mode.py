@@ -42,34 +42,15 @@ sums gated by one condition as its switch of the sum, a sum's terms that do not 
 product's factors that do not vary along the loop multiplied together once, elementwise ops and joins of made
 vectors item by item."""
 llvm_rewrites_before_fusion.register("data_columns", data_columns, "fast_run", REWRITE_TAG, position=0.5)
-llvm_rewrites_before_fusion.register(
-    "sum_of_scalar_switch",
-    in2out(sum_of_scalar_switch, name="sum_of_scalar_switch"),
-    "fast_run",
-    REWRITE_TAG,
-    position=0.6,
-)
-llvm_rewrites_before_fusion.register(
-    "sum_of_invariant_terms",
-    in2out(sum_of_invariant_terms, local_sum_prod_of_mul_or_div, name="sum_of_invariant_terms"),
-    "fast_run",
-    REWRITE_TAG,
-    position=0.65,
-)
-llvm_rewrites_before_fusion.register(
-    "product_of_invariant_factors",
-    in2out(product_of_invariant_factors, name="product_of_invariant_factors"),
-    "fast_run",
-    REWRITE_TAG,
-    position=0.68,
-)
-llvm_rewrites_before_fusion.register(
-    "made_vectors",
-    in2out(elemwise_of_make_vector, join_of_make_vector, name="made_vectors"),
-    "fast_run",
-    REWRITE_TAG,
-    position=0.7,
-)
+for position, name, node_rewriters in (
+    (0.6, "sum_of_scalar_switch", (sum_of_scalar_switch,)),
+    (0.65, "sum_of_invariant_terms", (sum_of_invariant_terms, local_sum_prod_of_mul_or_div)),
+    (0.68, "product_of_invariant_factors", (product_of_invariant_factors,)),
+    (0.7, "made_vectors", (elemwise_of_make_vector, join_of_make_vector)),
+):
+    llvm_rewrites_before_fusion.register(
+        name, in2out(*node_rewriters, name=name), "fast_run", REWRITE_TAG, position=position
+    )
 
 llvm_rewrites = SequenceDB()
 """Rewrites run only in the LLVM mode (anything using `LLVMLinker`)."""

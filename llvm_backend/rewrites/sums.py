@@ -58,16 +58,18 @@ def _signed_terms(fgraph, var, sign: int, terms: list, dtype: str) -> None:
         _signed_terms(fgraph, node.inputs[0], -sign, terms, dtype)
 
 
+def _added(terms: list):
+    """The elementwise sum of ``terms`` (at least one)."""
+    return pt.add(*terms) if len(terms) > 1 else terms[0]
+
+
 def _signed_sum(terms: list):
     """The elementwise sum of ``(sign, term)`` pairs: the positive ones added, the negative ones subtracted."""
     plus = [term for sign, term in terms if sign > 0]
     minus = [term for sign, term in terms if sign < 0]
     if not minus:
-        return pt.add(*plus) if len(plus) > 1 else plus[0]
-    subtracted = pt.add(*minus) if len(minus) > 1 else minus[0]
-    if not plus:
-        return -subtracted
-    return (pt.add(*plus) if len(plus) > 1 else plus[0]) - subtracted
+        return _added(plus)
+    return _added(plus) - _added(minus) if plus else -_added(minus)
 
 
 @node_rewriter([Sum])
@@ -106,7 +108,7 @@ def sum_of_invariant_terms(fgraph, node):
     if data:
         folded = sum(sign * np.broadcast_to(term.data, shape).sum(axis=axes, dtype=dtype) for sign, term in data)
         outside.append(pt.constant(np.asarray(folded, dtype=dtype)))
-    result = pt.add(*outside) if len(outside) > 1 else outside[0]
+    result = _added(outside)
     if result.type != output.type:
         return None
     copy_stack_trace(output, result)

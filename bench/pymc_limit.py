@@ -18,6 +18,11 @@ PyTensor Function itself (``fn(x)``, input checks on), under LLVM and stock NUMB
 interleaved rounds (`llvm_backend.tools.measurements.measure_runners`). ``python -m llvm_backend_bench.pymc_limit``
 prints its table and writes it as JSON.
 
+Beside the reference it times the reference as PyTensor's contract has ``jit_fn`` called (`as_jit_fn`): its
+arguments taken as ``*args`` and its log-density returned as a 0-d array, as every output of a PyTensor function
+is, where the reference returns a Python float, which numba boxes without an allocation: the floor of a graph
+function called under that contract, whatever its code.
+
 The models: eight schools, the 85-group hierarchical model and the 65-parameter regression of
 `llvm_backend_bench.pymc_models`, and a logistic regression of 5 predictors and 1,000 observations (`logistic_5p`).
 """
@@ -51,8 +56,10 @@ __all__ = [
     "CALL_COLUMNS",
     "CALL_FOOTNOTE",
     "DATA",
+    "JIT_FN_REFERENCE",
     "LIMIT_MODELS",
     "REFERENCES",
+    "as_jit_fn",
     "check_reference",
     "eight_schools_logp",
     "format_calls_table",
@@ -76,6 +83,8 @@ LOG_2, LOG_5, LOG_10 = (float(np.log(np.float32(v))) for v in (2.0, 5.0, 10.0))
 """The logs of integer constants as PyMC's graphs hold them (HalfCauchy's log(2), the models' integer scales):
 PyTensor takes the log of an int8 constant in float32, up to 3e-8 from the float64 log."""
 CALL_MODES = ("LLVM", "NUMBA")
+JIT_FN_REFERENCE = "@njit as jit_fn"
+"""The label of the reference called as PyTensor's contract has ``jit_fn`` called (`as_jit_fn`)."""
 CALL_COLUMNS = (
     ("us/call", "us_per_call", "{:.2f}"),
     ("allocs/call", "allocs_per_call", "{:.1f}"),
@@ -83,7 +92,8 @@ CALL_COLUMNS = (
 )
 CALL_FOOTNOTE = (
     "Ratios (in brackets) are against @njit, the hand-written reference, called on the raveled vector and the "
-    "model's data arrays. <MODE> jit_fn: fn.vm.jit_fn(x) of the function PyMC's compile makes (numba cache off); "
+    "model's data arrays. @njit as jit_fn: the reference taking *args and returning its logp as a 0-d array, as "
+    "fn.vm.jit_fn does. <MODE> jit_fn: fn.vm.jit_fn(x) of the function PyMC's compile makes (numba cache off); "
     f"<MODE> Function*: the PyTensor Function, fn(x) with trust_input off, timed through the {FUNCTION_CALL}. "
     "Medians of interleaved timeit rounds. allocs/call: NRT allocations per call of numba code; net: without the "
     "one numba makes to unbox each ndarray argument."
@@ -297,6 +307,20 @@ REFERENCES = {
 }
 
 
+def as_jit_fn(reference):
+    """``reference`` as PyTensor's contract has a graph's ``jit_fn``: a numba function of ``*args`` returning the
+    log-density as a 0-d array (one allocation more) and the gradient."""
+
+    @fast_njit
+    def called_as_jit_fn(*args):
+        logp, grad = reference(*args)
+        boxed = np.empty((), dtype=np.float64)
+        boxed[()] = logp
+        return boxed, grad
+
+    return called_as_jit_fn
+
+
 def reference_arguments(name: str, graph: Graph) -> tuple:
     """Model ``name``'s reference's arguments: the graph's raveled vector, then the model's data."""
     return (graph.values[0], *DATA[name]())
@@ -321,9 +345,9 @@ def check_reference(name: str, graph: Graph, points: int = CHECK_POINTS) -> None
 
 
 def measure_calls(name: str, rounds: int = 9, progress=print) -> tuple[list[Measurement], str]:
-    """Model ``name``'s reference (checked first, `check_reference`), then ``fn.vm.jit_fn`` and the Function
-    ``fn`` PyMC's compile makes under each of `CALL_MODES` (numba cache off, so ``jit_fn`` is the code compiled
-    here rather than a wrapper of what a cache holds), timed in ``rounds`` interleaved rounds, with the
+    """Model ``name``'s reference (checked first, `check_reference`) and its `as_jit_fn`, then ``fn.vm.jit_fn``
+    and the Function ``fn`` PyMC's compile makes under each of `CALL_MODES` (numba cache off, so ``jit_fn`` is the
+    code compiled here rather than a wrapper of what a cache holds), timed in ``rounds`` interleaved rounds, with the
     allocations per call of the numba ones. Returns the measurements and the graph's description."""
     from llvm_backend_bench.cases import REFERENCE
     from llvm_backend_bench.pymc_models import pymc_compile
@@ -332,27 +356,30 @@ def measure_calls(name: str, rounds: int = 9, progress=print) -> tuple[list[Meas
     graph = limit_graph(name)
     progress(f"pymc_limit/{name}: checking the @njit reference against PyMC's function under NUMBA")
     check_reference(name, graph)
-    x = graph.values[0]
-    runners = [jitted_runner(REFERENCE, REFERENCES[name], reference_arguments(name, graph))]
+    x, arguments = graph.values[0], reference_arguments(name, graph)
+    runners = [jitted_runner(REFERENCE, REFERENCES[name], arguments)]
+    runners.append(_star_args_runner(JIT_FN_REFERENCE, as_jit_fn(REFERENCES[name]), arguments))
     for mode in CALL_MODES:
         progress(f"pymc_limit/{name}: compiling under {mode}")
         with config.change_flags(numba__cache=False):
             fn = pymc_compile(graph, mode)
         fn.trust_input = False
-        runners.append(_jit_fn_runner(f"{mode} jit_fn", fn.vm.jit_fn, x))
+        runners.append(_star_args_runner(f"{mode} jit_fn", fn.vm.jit_fn, (x,)))
         runners.append(Runner(f"{mode} Function", partial(fn, x), FUNCTION_CALL))
     progress(f"pymc_limit/{name}: timing {rounds} interleaved rounds")
     measured = measure_runners(f"pymc_limit/{name}", runners, {}, rounds, ALLOCATION_CALLS)
     return [m if m.mode == REFERENCE else replace(m, kernel_ir_instructions=None) for m in measured], graph.description
 
 
-def _jit_fn_runner(label: str, jit_fn, x: np.ndarray) -> Runner:
-    """A runner calling ``jit_fn(x)``, with its allocations counted. ``jit_fn`` takes ``*args``, which numba
-    compiles on a call and not for an explicit signature (as `jitted_runner` compiles), so it is called once
-    first. Its IR is an entry's, not the kernel's (under LLVM the graph function is called through its address):
-    left out of the measurements."""
-    jit_fn(x)
-    return Runner(label, partial(jit_fn, x), NUMBA_CALL, Kernel(jit_fn, jit_fn.signatures[0], ()), unboxed_arrays=1)
+def _star_args_runner(label: str, dispatcher, args: tuple) -> Runner:
+    """A runner calling ``dispatcher(*args)`` (a ``jit_fn``, or `as_jit_fn`'s), with its allocations counted.
+    It takes ``*args``, which numba compiles on a call and not for an explicit signature (as `jitted_runner`
+    compiles), so it is called once first. Its IR is an entry's, not the kernel's (under LLVM the graph function is
+    called through its address): left out of the measurements."""
+    dispatcher(*args)
+    kernel = Kernel(dispatcher, dispatcher.signatures[0], ())
+    arrays = sum(isinstance(a, np.ndarray) for a in args)
+    return Runner(label, partial(dispatcher, *args), NUMBA_CALL, kernel, unboxed_arrays=arrays)
 
 
 def format_calls_table(results: list[Measurement]) -> str:

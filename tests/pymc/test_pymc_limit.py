@@ -11,8 +11,10 @@ from llvm_backend_bench.pymc_limit import (
     CHECK_POINTS,
     CHECK_TOLERANCE,
     DATA,
+    JIT_FN_REFERENCE,
     LIMIT_MODELS,
     REFERENCES,
+    as_jit_fn,
     check_reference,
     limit_graph,
     logistic_5p,
@@ -106,15 +108,38 @@ def test_a_quick_bench_run_measures_every_mode_and_the_reference():
 
 def test_the_calls_are_measured_against_the_reference():
     measured, description = measure_calls("eight_schools", rounds=1, progress=lambda _: None)
-    labels = [REFERENCE, *(f"{mode} {call}" for mode in CALL_MODES for call in ("jit_fn", "Function"))]
+    labels = [
+        REFERENCE,
+        JIT_FN_REFERENCE,
+        *(f"{mode} {call}" for mode in CALL_MODES for call in ("jit_fn", "Function")),
+    ]
     assert [m.mode for m in measured] == labels and "eight_schools" in description
     for m in measured:
         assert m.us_per_call > 0
         assert m.timed == (FUNCTION_CALL if m.mode.endswith("Function") else NUMBA_CALL)
         assert (m.allocs_per_call is not None) == (m.timed == NUMBA_CALL)
         assert (m.kernel_ir_instructions is not None) == (m.mode == REFERENCE)
-    reference = measured[0]
+    reference, as_jit_fn_called = measured[:2]
     assert reference.net_allocs_per_call == 1  # the gradient
+    assert as_jit_fn_called.net_allocs_per_call == 2  # and the 0-d logp
+
+
+@pytest.mark.parametrize("name", LIMIT_MODELS)
+def test_the_reference_as_jit_fn_returns_what_jit_fn_returns(name):
+    from llvm_backend.tools.measure import nrt_allocations_per_call
+
+    graph = limit_graph(name)
+    args = reference_arguments(name, graph)
+    reference, called_as_jit_fn = REFERENCES[name], as_jit_fn(REFERENCES[name])
+    logp, grad = called_as_jit_fn(*args)
+    jit_fn_logp, jit_fn_grad = pymc_compile(graph, "LLVM").vm.jit_fn(graph.values[0])
+    assert type(logp) is type(jit_fn_logp) is np.ndarray and logp.shape == jit_fn_logp.shape == ()
+    np.testing.assert_array_equal(logp, reference(*args)[0])
+    np.testing.assert_array_equal(grad, reference(*args)[1])
+    np.testing.assert_allclose(logp, jit_fn_logp, rtol=CHECK_TOLERANCE)
+    np.testing.assert_allclose(grad, jit_fn_grad, rtol=CHECK_TOLERANCE, atol=CHECK_TOLERANCE)
+    allocations = nrt_allocations_per_call(lambda: called_as_jit_fn(*args))
+    assert allocations == nrt_allocations_per_call(lambda: reference(*args)) + 1
 
 
 def test_the_command_prints_the_table_and_writes_json(tmp_path, capsys):

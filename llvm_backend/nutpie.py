@@ -133,7 +133,7 @@ def _graph_overload(fn, slots: list):
 
     graph = fn.vm.graph_source
     signature = (types.Array(types.float64, 1, "C"), *(slot.numba_type for slot in slots))
-    dispatcher = fn.vm.typed_entry
+    dispatcher = fn.vm._typed_entry
     if _takes_inputs_directly(graph):
         scalars = graph.scalar_sources
         signature = tuple(from_dtype(np.dtype(scalars[k])) if k in scalars else t for k, t in enumerate(signature))

@@ -153,7 +153,7 @@ def test_a_lean_call_compiles_no_jit_fn():
     fn.trust_input = True
     fn(np.ones(3))
     assert fn.vm.jit_fn.overloads == {}
-    assert fn.vm.typed_entry.overloads == {}
+    assert fn.vm._typed_entry.overloads == {}
 
 
 @pytest.mark.parametrize("name", list(GRAPHS))

@@ -44,6 +44,28 @@ GRAPHS = _graphs()
 
 
 @pytest.mark.parametrize("name", list(GRAPHS))
+def test_every_numba_function_the_thunk_hands_out_is_callable_from_python(name):
+    # numba's call of a function compiled without a CPython wrapper, from Python, is a segmentation fault: none
+    # may be a public attribute of fn.vm
+    inputs, outputs, values = GRAPHS[name]
+    fn = pytensor.function(inputs, outputs, mode="LLVM")
+    fn.vm.jit_fn(*values)
+    public = {name: value for name, value in vars(fn.vm).items() if not name.startswith("_")}
+    # a graph function of outputs in lists is wrapped (ListedOutputs)
+    public = {name: getattr(value, "dispatcher", value) for name, value in public.items()}
+    dispatchers = {name: value for name, value in public.items() if isinstance(value, CPUDispatcher)}
+    assert {"jit_fn", "graph_fn"} <= set(dispatchers)
+    for attribute, dispatcher in dispatchers.items():
+        assert not dispatcher.targetoptions.get("no_cpython_wrapper", False), attribute
+    assert fn.vm._typed_entry.targetoptions["no_cpython_wrapper"]
+    want = pytensor.function(inputs, outputs, mode="NUMBA")(*values)
+    for container, value in zip(fn.input_storage, values, strict=True):
+        container.storage[0] = value
+    for k, (a, b) in enumerate(zip(fn.vm.call_graph(), want, strict=True)):
+        assert_same_result(a, b, f"{name}: output {k} of the graph function")
+
+
+@pytest.mark.parametrize("name", list(GRAPHS))
 def test_jit_fn_returns_what_stock_returns_from_python_and_nopython(name):
     inputs, outputs, values = GRAPHS[name]
     results = {}

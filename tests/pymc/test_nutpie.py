@@ -305,8 +305,8 @@ def test_the_entry_points_read_new_data_through_with_data(make_model):
     [
         (eight_schools, "graph_fn", "graph_fn"),
         (few_data_containers, "graph_fn", "graph_fn"),
-        (many_data_containers, "typed_entry", "graph_fn"),  # logp takes the 32 containers as one pack
-        (large_data_constant, "typed_entry", "graph_fn"),  # logp takes its observations as a parameter
+        (many_data_containers, "_typed_entry", "graph_fn"),  # logp takes the 32 containers as one pack
+        (large_data_constant, "_typed_entry", "graph_fn"),  # logp takes its observations as a parameter
     ],
 )
 def test_the_entry_points_call_the_graph_function_unless_it_takes_packs_or_constants(
@@ -317,10 +317,10 @@ def test_the_entry_points_call_the_graph_function_unless_it_takes_packs_or_const
         (compiled.logp_func, compiled.compiled_logp_func, logp_calls),
         (compiled.expand_func, compiled.compiled_expand_func, expand_calls),
     ):
-        callees = {name: list(getattr(fn.vm, name).overloads.values()) for name in ("graph_fn", "typed_entry")}
+        callees = {name: list(getattr(fn.vm, name).overloads.values()) for name in ("graph_fn", "_typed_entry")}
         assert entry.callee in callees[calls]
         if calls == "graph_fn":
-            assert callees["typed_entry"] == []
+            assert callees["_typed_entry"] == []
 
 
 WARM_PROCESS = """
@@ -330,7 +330,7 @@ from llvm_backend_bench.pymc_models import eight_schools
 compiled = llvm_backend.nutpie.compile_pymc_model(eight_schools())
 for fn in (compiled.logp_func, compiled.expand_func):
     stats = fn.vm.graph_fn.stats
-    print(sum(stats.cache_hits.values()), sum(stats.cache_misses.values()), len(fn.vm.typed_entry.overloads))
+    print(sum(stats.cache_hits.values()), sum(stats.cache_misses.values()), len(fn.vm._typed_entry.overloads))
 """
 
 

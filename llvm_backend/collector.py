@@ -7,7 +7,8 @@ heap: the interpreter's, PyTensor's, PyMC's and numba's objects too. On PyMC's 6
 1.3 s of an 8 s cold ``compile_pymc_model`` and 0.8 s of a 3 s warm one, finding next to no garbage
 (docs/design.md has the figures).
 
-`paced_collections` is open while a compile of ours runs (`LLVMFunctionMaker`'s rewriting and linking,
+`paced_collections` is open while a compile of ours runs (`LLVMFunctionMaker`'s rewriting and linking, a
+function's first call, where numba compiles its graph function (``llvm_backend.function.paced_first_call``),
 ``llvm_backend.nutpie.compile_pymc_model``), in any thread. While at least one is open, the young generation's
 threshold is at least `YOUNG_THRESHOLD` and the oldest's at least `OLDEST_THRESHOLD`: young collections come
 about 14 times less often (5 on 3.13), each covering more, and full ones about 140 times less often. Every

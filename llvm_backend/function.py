@@ -53,7 +53,14 @@ from llvm_backend.collector import paced_collections
 from llvm_backend.linker import LLVMLinker
 from llvm_backend_intrinsics.argpack import ArrayPack
 
-__all__ = ["LLVMFunction", "LLVMFunctionMaker", "function_maker", "lean_call_source", "make_lean_call"]
+__all__ = [
+    "LLVMFunction",
+    "LLVMFunctionMaker",
+    "function_maker",
+    "lean_call_source",
+    "make_lean_call",
+    "paced_first_call",
+]
 
 NOT_GIVEN = object()
 """The default of each parameter of a lean call: the argument was not given."""
@@ -277,6 +284,22 @@ def make_lean_call(fn: Function):
     return MethodType(namespace["lean_call"], fn)
 
 
+def paced_first_call(lean_call: MethodType) -> MethodType:
+    """``lean_call``, bound to its function ``fn``, run with the garbage collector paced (`paced_collections`) until
+    a call of it returns: the first call is where numba compiles the graph function (typing, lowering and LLVM
+    of the whole graph, building objects by the hundred thousand). Once one has returned, ``fn``'s lean call is
+    ``lean_call`` itself, and calls pay nothing for it (unless it was written again meanwhile)."""
+
+    def first_call(fn, *args, **kwargs):
+        with paced_collections():
+            result = lean_call(*args, **kwargs)
+        if getattr(fn.lean_call, "__func__", None) is first_call:
+            fn.lean_call = lean_call
+        return result
+
+    return MethodType(first_call, lean_call.__self__)
+
+
 def _writes_the_lean_call(name: str) -> property:
     """`Function`'s attribute ``name``, which the lean call is written for: setting it to another value writes the
     lean call again (once the function has one), so that a call reads none of them."""
@@ -286,14 +309,15 @@ def _writes_the_lean_call(name: str) -> property:
         rewrite = "lean_call" in vars(fn) and slot.__get__(fn) is not value
         slot.__set__(fn, value)
         if rewrite:
-            fn.lean_call = make_lean_call(fn)
+            fn.lean_call = paced_first_call(make_lean_call(fn))
 
     return property(slot.__get__, set_and_write, doc=f"``Function.{name}``; setting it writes the lean call again.")
 
 
 class LLVMFunction(Function):
     """A `Function` whose calls hold a lock of its own: the thread that sets its inputs is the one whose
-    call reads them. A call runs its lean call (`make_lean_call`), which hands what it does not take to PyTensor's.
+    call reads them. A call runs its lean call (`make_lean_call`), which hands what it does not take to PyTensor's;
+    until one has returned, with the garbage collector paced (`paced_first_call`).
     It pickles as PyTensor's `Function` does (``pickle_llvm_function`` in ``llvm_backend.process``: copyreg keys
     PyTensor's pickling by the exact class)."""
 
@@ -305,7 +329,7 @@ class LLVMFunction(Function):
     def __init__(self, *args, **kwargs):
         self.call_lock = threading.RLock()
         super().__init__(*args, **kwargs)
-        self.lean_call = make_lean_call(self)
+        self.lean_call = paced_first_call(make_lean_call(self))
 
     __call__ = property(
         attrgetter("lean_call"),

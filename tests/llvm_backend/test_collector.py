@@ -9,6 +9,7 @@ import numpy as np
 import pytensor
 import pytensor.tensor as pt
 import pytest
+from numba.core import event as numba_event
 from pytensor.compile.maker import FunctionMaker
 
 import llvm_backend
@@ -139,3 +140,58 @@ def test_the_llvm_mode_rewrites_and_links_paced(monkeypatch):
 
 def test_stock_numba_compiles_with_python_s_thresholds(monkeypatch):
     assert _thresholds_while_compiling(monkeypatch, "NUMBA") == {"rewriting": DEFAULT}
+
+
+class _CompileThresholds(numba_event.Listener):
+    """The collector's thresholds at the start of each numba compile."""
+
+    def __init__(self):
+        self.seen = []
+
+    def on_start(self, event):
+        self.seen.append(gc.get_threshold())
+
+    def on_end(self, event):
+        pass
+
+
+def _thresholds_while_numba_compiles(call) -> list:
+    listener = _CompileThresholds()
+    with numba_event.install_listener("numba:compile", listener):
+        call()
+    return listener.seen
+
+
+@pytest.fixture
+def numba_cache_off():
+    """The graph function compiled in the test, not loaded from the cache an earlier test filled."""
+    with pytensor.config.change_flags(numba__cache=False):
+        yield
+
+
+@pytest.mark.parametrize("trust_input", [False, True])
+@pytest.mark.usefixtures("numba_cache_off")
+def test_a_function_s_first_call_compiles_paced_and_later_ones_run_its_lean_call(trust_input):
+    x = pt.dvector("x")
+    fn = pytensor.function([x], pt.exp(x).sum() * 2, mode="LLVM")
+    fn.trust_input = trust_input  # the lean call is written again, and its first call paced too
+    seen = _thresholds_while_numba_compiles(lambda: fn(np.arange(3.0)))
+    assert seen and set(seen) == {PACED}  # the graph function's compile
+    assert gc.get_threshold() == DEFAULT
+    assert fn.lean_call.__func__.__name__ == "lean_call" and fn.lean_call.__self__ is fn
+    strided = np.arange(6.0)[::2]  # a new layout: the graph function compiled again, by a lean call not paced
+    seen = _thresholds_while_numba_compiles(lambda: np.testing.assert_allclose(fn(strided), 2 * np.exp(strided).sum()))
+    assert seen and set(seen) == {DEFAULT}
+
+
+@pytest.mark.usefixtures("numba_cache_off")
+def test_a_first_call_that_raises_leaves_the_next_paced():
+    x = pt.dvector("x", shape=(3,))
+    fn = pytensor.function([x], x * 2, mode="LLVM")
+    with pytest.raises(TypeError):
+        fn(np.ones(4))
+    assert gc.get_threshold() == DEFAULT
+    assert fn.lean_call.__func__.__name__ == "first_call"
+    seen = _thresholds_while_numba_compiles(lambda: fn(np.ones(3)))
+    assert seen and set(seen) == {PACED}
+    assert fn.lean_call.__func__.__name__ == "lean_call"

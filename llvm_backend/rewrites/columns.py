@@ -10,12 +10,18 @@ gradient of the second holds a third):
   `_linear_predictors` writes such an ``Add`` of `MIN_COLUMNS` or more terms as one product of a constant matrix
   by the vector of coefficients, computed before the loop::
 
-      add(r, mul(s_1, c_1), ..., mul(s_k, c_k))   ->  add(r, dot(C, s))    C = [c_1 ... c_k],  s = join(s_1, ..., s_k)
+      add(r, mul(s_1, c_1), ..., mul(s_k, c_k))   ->  add(r, sum(R * s[:, None], axis=0))    R = [c_1 ... c_k]
+                                                     (add(r, dot(C, s)) over more than MAX_LOOP_ROWS observations)
 
-  ``s`` is a slice of one vector, not a join, when the ``s_i`` are its consecutive items (PyMC's raveled
-  parameters). Each term is a two-input ``Mul`` used only there, of a `TensorConstant` vector (not
-  broadcastable) and a length-1 vector, both of the ``Add``'s float dtype, the constants all of one length. The
-  loop reads the product's vector, one allocation per call, where it read the columns.
+  ``s = join(s_1, ..., s_k)``, or a slice of one vector when the ``s_i`` are its consecutive items (PyMC's raveled
+  parameters). ``R`` holds the columns as its rows: our loop adds each row times its coefficient into the vector of
+  products, along contiguous memory, as a hand-written loop does. Up to `MAX_LOOP_ROWS` observations it runs as
+  fast as a ``Dot`` (BLAS), whose numba code compiles in about 1.3 s in a process (1 s of the 65-parameter
+  regression's first call); above, where the vector no longer stays in the L1 cache, the ``Dot`` (``C``, the
+  columns side by side), which is faster there. Each term is a two-input ``Mul`` used only there, of a
+  `TensorConstant` vector (not broadcastable) and a length-1 vector, both of the ``Add``'s float dtype, the
+  constants all of one length. The loop reads the product's vector, one allocation per call, where it read the
+  columns.
 - ``intercept + dot(X, beta)`` with few columns (a logistic regression's 5 predictors), and in its gradient
   ``dot(X.T, d)``, a product by a matrix of few rows: each a ``Dot`` of its own, whose vectors are allocated and
   written in one loop and read in the next. `_narrow_products` writes a product of a constant matrix of fewer
@@ -40,11 +46,16 @@ from pytensor.tensor.math import Dot
 from pytensor.tensor.subtensor import Subtensor, get_idx_list
 from pytensor.tensor.variable import TensorConstant
 
-__all__ = ["MIN_COLUMNS", "DataColumns", "data_columns"]
+__all__ = ["MAX_LOOP_ROWS", "MIN_COLUMNS", "DataColumns", "data_columns"]
 
 MIN_COLUMNS = 8
 """The fewest column products a matrix-vector product replaces, and the fewest columns (or rows) of a constant
 matrix whose product by a vector is left one."""
+
+MAX_LOOP_ROWS = 2048
+"""The most observations whose linear predictor is a loop of ours rather than a ``Dot``. Measured (LLVM mode, 48
+columns, ``sum((y - X @ s) ** 2)``, per call, ad hoc): loop 2.8 µs and Dot 2.7 µs at 400 observations, 10.6 and
+10.7 µs at 2,000, 25.5 and 17.9 µs at 3,000, 560 and 161 µs at 40,000."""
 
 
 def _column_product(fgraph, var: Variable) -> tuple | None:
@@ -106,7 +117,8 @@ def _replacing(output: Variable, new: Variable) -> tuple[Variable, Variable]:
 
 
 def _linear_predictors(fgraph) -> list:
-    """The replacement of each ``Add`` with `MIN_COLUMNS` or more products of a length-1 vector by a column."""
+    """The replacement of each ``Add`` with `MIN_COLUMNS` or more products of a length-1 vector by a column: a
+    loop's sum of rows times coefficients, or a ``Dot`` over more than `MAX_LOOP_ROWS` observations."""
     replacements = []
     for node in fgraph.toposort():
         if not isinstance(node.op, Elemwise) or not isinstance(node.op.scalar_op, ps.Add):
@@ -117,7 +129,11 @@ def _linear_predictors(fgraph) -> list:
         if len(terms) < MIN_COLUMNS or len(lengths) != 1:
             continue
         terms, coefficients = _coefficients(terms)
-        product = pt.dot(_matrix([c for _, c in terms]), coefficients)
+        [n_obs] = lengths
+        if n_obs <= MAX_LOOP_ROWS:
+            product = (pt.constant(np.stack([c.data for _, c in terms])) * coefficients[:, None]).sum(axis=0)
+        else:
+            product = pt.dot(_matrix([c for _, c in terms]), coefficients)
         rest = [term for term, f in zip(node.inputs, found, strict=True) if f is None]
         [output] = node.outputs
         replacements.append(_replacing(output, pt.add(*rest, product) if rest else product))

@@ -1,5 +1,6 @@
 """Products of constant data matrices by vectors as suits their width (`llvm_backend.rewrites.columns`): a linear
-predictor over many columns as one matrix-vector product, the coefficients read as one slice of the parameters; a
+predictor over many columns as one matrix-vector product (a loop of ours over the columns, as rows, up to
+MAX_LOOP_ROWS observations; a Dot over more), the coefficients read as one slice of the parameters; a
 product by a narrow matrix (few columns, or few rows) as column products and row sums that fusion folds into its
 loops. The py linker's and stock NUMBA's values, errors on wrong lengths, and what is left alone."""
 
@@ -9,23 +10,25 @@ import pytensor.tensor as pt
 import pytest
 from pytensor.tensor.basic import Join
 from pytensor.tensor.math import Dot
+from pytensor.tensor.rewriting.fused_elemwise import FusedElemwise
+from pytensor.tensor.variable import TensorConstant
 
 import llvm_backend  # noqa: F401
-from llvm_backend.rewrites.columns import MIN_COLUMNS
+from llvm_backend.rewrites.columns import MAX_LOOP_ROWS, MIN_COLUMNS
 from llvm_backend.tools.testing import compare_llvm_numba_and_py
 
 N_OBS = 50
 
 
-def _design(n_cols: int, dtype="float64") -> tuple[np.ndarray, np.ndarray]:
+def _design(n_cols: int, dtype="float64", n_obs=N_OBS) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(n_cols)
-    return rng.normal(size=(N_OBS, n_cols)).astype(dtype), rng.normal(size=N_OBS).astype(dtype)
+    return rng.normal(size=(n_obs, n_cols)).astype(dtype), rng.normal(size=n_obs).astype(dtype)
 
 
-def _regression(n_cols: int, coefficient, dtype="float64"):
+def _regression(n_cols: int, coefficient, dtype="float64", n_obs=N_OBS):
     """PyMC's shape of a regression: ``x = [intercept, log_sigma, b_0, ...]``, the mean a sum of each
     ``coefficient(x, i)`` times a constant column; its Normal log-density and gradient."""
-    X, y = _design(n_cols, dtype)
+    X, y = _design(n_cols, dtype, n_obs)
     x = pt.vector("x", shape=(n_cols + 2,), dtype=dtype)
     mu = x[:1] + sum(coefficient(x, i) * pt.constant(X)[:, i] for i in range(n_cols))
     sigma = pt.exp(x[1])
@@ -41,6 +44,23 @@ def _ops(fn, op_class) -> list:
     return [node for node in fn.maker.fgraph.apply_nodes if isinstance(node.op, op_class)]
 
 
+def _products(fn) -> list:
+    """The nodes reading a constant matrix of the model's data (a product by it)."""
+    return [
+        node
+        for node in fn.maker.fgraph.apply_nodes
+        if any(isinstance(i, TensorConstant) and i.type.ndim == 2 for i in node.inputs)
+    ]
+
+
+def _one_loop_product(fn, n_cols: int, n_obs=N_OBS) -> bool:
+    """Whether the graph's one product by its data is our loop over the columns as rows (a fused sum along
+    them), and no Dot."""
+    [product] = _products(fn)
+    [matrix] = [i for i in product.inputs if isinstance(i, TensorConstant) and i.type.ndim == 2]
+    return isinstance(product.op, FusedElemwise) and matrix.data.shape == (n_cols, n_obs) and not _ops(fn, Dot)
+
+
 def _points(n_cols: int, dtype="float64") -> list[np.ndarray]:
     rng = np.random.default_rng(7)
     return [rng.normal(0, 0.5, size=n_cols + 2).astype(dtype) for _ in range(3)]
@@ -51,11 +71,23 @@ def test_values_match_py_and_stock_and_the_predictor_is_one_product(n_cols):
     x, outputs = _regression(n_cols, _slice)
     for point in _points(n_cols):
         fn, _ = compare_llvm_numba_and_py([x], outputs, [point], rtol=1e-10, atol=1e-12)
-    assert len(_ops(fn, Dot)) == 1
+    assert _one_loop_product(fn, n_cols)
     # the coefficients are x[2:2 + n_cols], a view: no join copies them
     assert not _ops(fn, Join)
     stock = pytensor.function([x], outputs, mode="NUMBA")
     assert not _ops(stock, Dot)
+
+
+@pytest.mark.parametrize("n_obs", [MAX_LOOP_ROWS, MAX_LOOP_ROWS + 1])
+def test_a_predictor_over_more_than_max_loop_rows_observations_is_a_dot(n_obs):
+    x, outputs = _regression(MIN_COLUMNS, _slice, n_obs=n_obs)
+    for point in _points(MIN_COLUMNS):
+        fn, _ = compare_llvm_numba_and_py([x], outputs, [point], rtol=1e-9, atol=1e-9)
+    if n_obs <= MAX_LOOP_ROWS:
+        assert _one_loop_product(fn, MIN_COLUMNS, n_obs)
+    else:
+        [product] = _products(fn)
+        assert isinstance(product.op, Dot) and product.inputs[0].data.shape == (n_obs, MIN_COLUMNS)
 
 
 def test_coefficients_that_are_not_one_slice_are_joined():
@@ -63,14 +95,14 @@ def test_coefficients_that_are_not_one_slice_are_joined():
     x, outputs = _regression(10, lambda x, i: x[11 - i])
     for point in _points(10):
         fn, _ = compare_llvm_numba_and_py([x], outputs, [point], rtol=1e-10, atol=1e-12)
-    assert len(_ops(fn, Dot)) == 1
+    assert _one_loop_product(fn, 10)
 
 
 def test_float32():
     x, outputs = _regression(12, _slice, dtype="float32")
     for point in _points(12, dtype="float32"):
         fn, _ = compare_llvm_numba_and_py([x], outputs, [point], rtol=1e-4, atol=1e-4)
-    assert len(_ops(fn, Dot)) == 1
+    assert _one_loop_product(fn, 12)
 
 
 def test_what_is_left_alone():
@@ -93,7 +125,7 @@ def test_a_vector_input_of_the_wrong_length_raises_as_stock_does():
     v, r = pt.vector("v", shape=(MIN_COLUMNS,)), pt.dvector("r")
     output = r + sum(v[i : i + 1] * pt.constant(X)[:, i] for i in range(MIN_COLUMNS))
     fn, _ = compare_llvm_numba_and_py([v, r], output, [np.ones(MIN_COLUMNS), np.arange(N_OBS, dtype=float)])
-    assert len(_ops(fn, Dot)) == 1
+    assert _one_loop_product(fn, MIN_COLUMNS)
     stock = pytensor.function([v, r], output, mode="NUMBA")
     for function in (fn, stock):
         with pytest.raises(ValueError):

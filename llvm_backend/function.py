@@ -288,11 +288,17 @@ def paced_first_call(lean_call: MethodType) -> MethodType:
     """``lean_call``, bound to its function ``fn``, run with the garbage collector paced (`paced_collections`) until
     a call of it returns: the first call is where numba compiles the graph function (typing, lowering and LLVM
     of the whole graph, building objects by the hundred thousand). Once one has returned, ``fn``'s lean call is
-    ``lean_call`` itself, and calls pay nothing for it (unless it was written again meanwhile)."""
+    ``lean_call`` itself, and calls pay nothing for it (unless it was written again meanwhile); one made through
+    this wrapper, kept from before, pays a Python call."""
+    paced = True
 
     def first_call(fn, *args, **kwargs):
+        nonlocal paced
+        if not paced:
+            return lean_call(*args, **kwargs)
         with paced_collections():
             result = lean_call(*args, **kwargs)
+        paced = False
         if getattr(fn.lean_call, "__func__", None) is first_call:
             fn.lean_call = lean_call
         return result

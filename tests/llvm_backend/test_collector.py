@@ -175,10 +175,17 @@ def test_a_function_s_first_call_compiles_paced_and_later_ones_run_its_lean_call
     x = pt.dvector("x")
     fn = pytensor.function([x], pt.exp(x).sum() * 2, mode="LLVM")
     fn.trust_input = trust_input  # the lean call is written again, and its first call paced too
+    kept_from_before = fn.lean_call
     seen = _thresholds_while_numba_compiles(lambda: fn(np.arange(3.0)))
     assert seen and set(seen) == {PACED}  # the graph function's compile
     assert gc.get_threshold() == DEFAULT
     assert fn.lean_call.__func__.__name__ == "lean_call" and fn.lean_call.__self__ is fn
+    readonly = np.arange(4.0)
+    readonly.flags.writeable = False  # another numba type: the graph function compiled again, not paced
+    seen = _thresholds_while_numba_compiles(
+        lambda: np.testing.assert_allclose(kept_from_before(readonly), 2 * np.exp(readonly).sum())
+    )
+    assert seen and set(seen) == {DEFAULT}
     strided = np.arange(6.0)[::2]  # a new layout: the graph function compiled again, by a lean call not paced
     seen = _thresholds_while_numba_compiles(lambda: np.testing.assert_allclose(fn(strided), 2 * np.exp(strided).sum()))
     assert seen and set(seen) == {DEFAULT}

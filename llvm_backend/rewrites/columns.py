@@ -77,9 +77,9 @@ def _column_product(fgraph, var: Variable) -> tuple | None:
     return None
 
 
-def _matrix(columns: list) -> TensorConstant:
-    """The constant whose columns are ``columns``' data, C-contiguous."""
-    return pt.constant(np.ascontiguousarray(np.stack([c.data for c in columns], axis=1)))
+def _matrix(columns: list, axis: int = 1) -> TensorConstant:
+    """The constant whose columns (``axis=1``) or rows (``axis=0``) are ``columns``' data, C-contiguous."""
+    return pt.constant(np.ascontiguousarray(np.stack([c.data for c in columns], axis=axis)))
 
 
 def _unit_slice(var: Variable) -> tuple | None:
@@ -129,11 +129,11 @@ def _linear_predictors(fgraph) -> list:
         if len(terms) < MIN_COLUMNS or len(lengths) != 1:
             continue
         terms, coefficients = _coefficients(terms)
-        [n_obs] = lengths
-        if n_obs <= MAX_LOOP_ROWS:
-            product = (pt.constant(np.stack([c.data for _, c in terms])) * coefficients[:, None]).sum(axis=0)
+        columns = [c for _, c in terms]
+        if lengths.pop() <= MAX_LOOP_ROWS:
+            product = (_matrix(columns, axis=0) * coefficients[:, None]).sum(axis=0)
         else:
-            product = pt.dot(_matrix([c for _, c in terms]), coefficients)
+            product = pt.dot(_matrix(columns), coefficients)
         rest = [term for term, f in zip(node.inputs, found, strict=True) if f is None]
         [output] = node.outputs
         replacements.append(_replacing(output, pt.add(*rest, product) if rest else product))

@@ -38,7 +38,7 @@ from pytensor.compile.mode import get_mode
 
 from llvm_backend.collector import paced_collections
 from llvm_backend.linker import LLVMLinker
-from llvm_backend.process import NUMBA_IS_LLVM
+from llvm_backend.process import FAST_COMPILE_ON_PY_LINKER, NUMBA_IS_LLVM, Change
 
 __all__ = ["SAMPLING_ON_LLVM", "compile_pymc_model", "numba_is_llvm", "nutpie_compile", "sample_external_nuts"]
 
@@ -50,9 +50,25 @@ SAMPLE_PARAMETERS = ("sampler", "compile_kwargs", "nuts_kwargs")
 """The parameters of PyMC's ``_sample_external_nuts`` that `sample_external_nuts` reads (PyMC 6.4's)."""
 
 _lock = threading.Lock()
-_open = 0
-"""How many `numba_is_llvm` blocks are open, in every thread: the first applies `NUMBA_IS_LLVM`, the last to
-exit reverts it."""
+_open: dict[Change, int] = {}
+"""How many blocks of each change `_held` holds open, in every thread."""
+
+
+@contextmanager
+def _held(change: Change) -> Iterator[None]:
+    """``change`` (a process-wide `Change`) applied while any block holding it is open, in any thread: the first
+    to enter applies it, the last to exit reverts it, also when an exception leaves. Blocks may nest and overlap
+    across threads."""
+    with _lock:
+        _open[change] = _open.get(change, 0) + 1
+        change.apply()
+    try:
+        yield
+    finally:
+        with _lock:
+            _open[change] -= 1
+            if not _open[change]:
+                change.revert()
 
 
 @contextmanager
@@ -60,17 +76,8 @@ def numba_is_llvm() -> Iterator[None]:
     """Within, PyTensor's mode "NUMBA" (``mode="NUMBA"``, ``get_mode("NUMBA")``) is the LLVM mode, for every
     thread of the process; the previous "NUMBA" is put back when the last block open exits, also when an exception
     leaves. Blocks may nest and overlap across threads."""
-    global _open
-    with _lock:
-        _open += 1
-        NUMBA_IS_LLVM.apply()
-    try:
+    with _held(NUMBA_IS_LLVM):
         yield
-    finally:
-        with _lock:
-            _open -= 1
-            if not _open:
-                NUMBA_IS_LLVM.revert()
 
 
 NUTPIE_INTERNALS = {
@@ -167,8 +174,10 @@ def compile_pymc_model(
     the ``numba.cfunc`` options it passes on. ``with_data`` keeps working: the entry points read the shared
     data through nutpie's record, as nutpie's do.
 
-    It runs with the garbage collector paced (`paced_collections`). Raises ``RuntimeError`` naming the installed
-    nutpie when its internals are not those this was written against (`NUTPIE_INTERNALS`).
+    It runs with the garbage collector paced (`paced_collections`), and with FAST_COMPILE, in which PyMC and nutpie
+    compile the initial-point and shape functions, on PyTensor's py linker (`FAST_COMPILE_ON_PY_LINKER`). Raises
+    ``RuntimeError`` naming the installed nutpie when its internals are not those this was written against
+    (`NUTPIE_INTERNALS`).
     """
     from pymc.initial_point import make_initial_point_fn
     from pymc.model.transform.optimization import freeze_dims_and_data
@@ -185,23 +194,26 @@ def compile_pymc_model(
         model = freeze_dims_and_data(model)
     if default_initialization_strategy == "support_point" and jitter_rvs is None:
         jitter_rvs = set(model.free_RVs)
-    initial_point_fn = compile_pymc._wrap_with_lock(
-        make_initial_point_fn(
-            model=model,
-            overrides=initial_points,
-            default_strategy=default_initialization_strategy,
-            jitter_rvs=jitter_rvs,
-            return_transformed=True,
+    with _held(FAST_COMPILE_ON_PY_LINKER):
+        initial_point_fn = compile_pymc._wrap_with_lock(
+            make_initial_point_fn(
+                model=model,
+                overrides=initial_points,
+                default_strategy=default_initialization_strategy,
+                jitter_rvs=jitter_rvs,
+                return_transformed=True,
+            )
         )
-    )
-    n_dim, n_expanded, logp_fn, expand_fn, initial_point, shape_info, reparameterized = compile_pymc._make_functions(
-        model,
-        mode=LLVM,
-        compute_grad=True,
-        join_expanded=True,
-        pymc_initial_point_fn=initial_point_fn,
-        var_names=var_names,
-    )
+        n_dim, n_expanded, logp_fn, expand_fn, initial_point, shape_info, reparameterized = (
+            compile_pymc._make_functions(
+                model,
+                mode=LLVM,
+                compute_grad=True,
+                join_expanded=True,
+                pymc_initial_point_fn=initial_point_fn,
+                var_names=var_names,
+            )
+        )
     keys, shared_data = {}, {}
     for var in dict.fromkeys([*logp_fn.get_shared(), *expand_fn.get_shared()]):
         keys[var] = uuid4().hex

@@ -1,7 +1,8 @@
 """Every process-wide change `llvm_backend` makes to PyTensor, numba or Python, in one list.
 
 `CHANGES` is what ``import llvm_backend`` does, applied in that order by `register` (which the import calls);
-`NUMBA_IS_LLVM` is what ``llvm_backend.nutpie.numba_is_llvm()`` does while it is open. Each is a `Change` named
+`NUMBA_IS_LLVM` is what ``llvm_backend.nutpie.numba_is_llvm()`` does while it is open, and
+`FAST_COMPILE_ON_PY_LINKER` what ``llvm_backend.nutpie.compile_pymc_model`` does while it runs. Each is a `Change` named
 here, whose docstring says what it changes, why, and who sees it. ``apply()`` makes it and ``revert()`` puts back
 exactly what was there before; both are idempotent (each says whether it did anything), so importing twice or
 calling `register` again changes nothing more, and `revert_all` undoes the import's changes in the reverse order.
@@ -21,6 +22,7 @@ import sys
 from collections.abc import Callable
 
 import llvmlite.binding as llvm
+import pytensor.compile.mode
 from pytensor.compile.executor import _pickle_Function
 from pytensor.compile.mode import Mode, optdb, predefined_linkers, predefined_modes
 from pytensor.link.numba.dispatch.basic import numba_funcify, numba_funcify_and_cache_key
@@ -47,6 +49,7 @@ from llvm_backend.rewrites.supervisor import use_indexed_supervisor
 
 __all__ = [
     "CHANGES",
+    "FAST_COMPILE_ON_PY_LINKER",
     "NUMBA_IS_LLVM",
     "AttributeChange",
     "Change",
@@ -55,6 +58,7 @@ __all__ = [
     "ImportedAttributeChange",
     "OptdbRegistration",
     "PowiSymbols",
+    "Together",
     "register",
     "revert_all",
 ]
@@ -162,6 +166,22 @@ class EntryChange(Change):
             del self.table[self.key]
         else:
             self.table[self.key] = self._previous
+
+
+class Together(Change):
+    """Several changes made as one: applied in their order, reverted in the reverse order."""
+
+    def __init__(self, name: str, doc: str, *changes: Change):
+        super().__init__(name, doc)
+        self.changes = changes
+
+    def _apply(self) -> None:
+        for change in self.changes:
+            change.apply()
+
+    def _revert(self) -> None:
+        for change in self.changes[::-1]:
+            change.revert()
 
 
 class DispatchOverride(Change):
@@ -422,6 +442,36 @@ NUMBA_IS_LLVM = EntryChange(
 )
 
 
+_FAST_COMPILE_ON_PY = Mode(linker="py", optimizer=predefined_modes["FAST_COMPILE"].provided_optimizer)
+_FAST_COMPILE_DOC = """FAST_COMPILE is FAST_COMPILE's rewrites on PyTensor's py linker, by name
+(``mode="FAST_COMPILE"``) and as ``pytensor.compile.mode.FAST_COMPILE``, while `llvm_backend.nutpie.compile_pymc_model`
+runs. There PyMC compiles its initial-point function twice and nutpie a shape function, each in FAST_COMPILE and
+called once or twice. FAST_COMPILE's VM runs the ops' Python implementations (it has ``c_thunks=False``), as the py
+linker does, but building any VM imports PyTensor's C lazylinker, which it does not use and which a process with an
+empty compiledir compiles with g++ first (0.6 s on eight schools, cold). Under the py linker an ``IfElse`` computes
+both branches. Every compile of the process asking for FAST_COMPILE, in any thread, gets it while it is applied. Not
+applied on import."""
+
+FAST_COMPILE_ON_PY_LINKER = Together(
+    "fast_compile_on_py_linker",
+    _FAST_COMPILE_DOC,
+    EntryChange(
+        "fast_compile_by_name",
+        """``predefined_modes["FAST_COMPILE"]``, which ``get_mode`` answers for the name in any case.""",
+        predefined_modes,
+        "FAST_COMPILE",
+        _FAST_COMPILE_ON_PY,
+    ),
+    AttributeChange(
+        "fast_compile_attribute",
+        """``pytensor.compile.mode.FAST_COMPILE``, which PyMC's initial-point function is compiled with.""",
+        pytensor.compile.mode,
+        "FAST_COMPILE",
+        _FAST_COMPILE_ON_PY,
+    ),
+)
+
+
 def register() -> None:
     """Apply every change of `CHANGES`, in order: "LLVM" (any case) a PyTensor mode, "llvm" a linker. Idempotent."""
     for change in CHANGES:
@@ -429,7 +479,7 @@ def register() -> None:
 
 
 def revert_all() -> None:
-    """Revert `NUMBA_IS_LLVM` and every change of `CHANGES`, in reverse order: the process is as it was before
-    ``import llvm_backend``, but for what the module docstring leaves out."""
-    for change in (*CHANGES, NUMBA_IS_LLVM)[::-1]:
+    """Revert `NUMBA_IS_LLVM`, `FAST_COMPILE_ON_PY_LINKER` and every change of `CHANGES`, in reverse order: the
+    process is as it was before ``import llvm_backend``, but for what the module docstring leaves out."""
+    for change in (*CHANGES, NUMBA_IS_LLVM, FAST_COMPILE_ON_PY_LINKER)[::-1]:
         change.revert()

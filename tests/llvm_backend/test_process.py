@@ -11,6 +11,8 @@ import numpy as np
 import pytensor
 import pytensor.tensor as pt
 from pytensor.compile.mode import get_mode, optdb, predefined_modes
+from pytensor.conditional.op import ifelse
+from pytensor.link.basic import PerformLinker
 
 import llvm_backend
 from llvm_backend import process
@@ -94,10 +96,11 @@ def test_reverting_every_change_leaves_the_process_as_one_that_never_imported_th
 def test_every_change_is_named_documented_and_applied_by_the_import():
     names = [change.name for change in process.CHANGES]
     assert len(set(names)) == len(names)
-    for change in (*process.CHANGES, process.NUMBA_IS_LLVM):
+    for change in (*process.CHANGES, process.NUMBA_IS_LLVM, process.FAST_COMPILE_ON_PY_LINKER):
         assert change.__doc__ and change.__doc__.strip() != type(change).__doc__.strip(), change
     assert all(change.applied for change in process.CHANGES)
     assert not process.NUMBA_IS_LLVM.applied
+    assert not process.FAST_COMPILE_ON_PY_LINKER.applied
 
 
 def _state():
@@ -141,6 +144,54 @@ def test_numba_is_llvm_applies_its_change_while_any_block_is_open():
         assert get_mode("NUMBA") is llvm_backend.LLVM
     assert predefined_modes["NUMBA"] is numba
     assert not process.NUMBA_IS_LLVM.applied
+
+
+def test_fast_compile_on_the_py_linker_computes_what_fast_compile_does_and_reverts():
+    x = pt.dvector("x")
+    rng = pytensor.shared(np.random.default_rng(7))
+    noise = pt.random.normal(0, 1, size=3, rng=rng)
+    outputs = [ifelse(x.sum() > 0, pt.exp(x) + noise, x - 1), (x * 2).shape]
+    name, attribute = predefined_modes["FAST_COMPILE"], pytensor.compile.mode.FAST_COMPILE
+    want = [pytensor.function([x], outputs, mode=mode)(np.arange(3.0)) for mode in ("FAST_COMPILE", attribute)]
+    change = process.FAST_COMPILE_ON_PY_LINKER
+    assert change.apply()
+    try:
+        assert all(part.applied for part in change.changes)
+        for mode in ("FAST_COMPILE", "fast_compile", pytensor.compile.mode.FAST_COMPILE):
+            fn = pytensor.function([x], outputs, mode=mode)
+            assert isinstance(fn.maker.linker, PerformLinker)
+            for got, expected in zip(fn(np.arange(3.0)), want[0], strict=True):
+                np.testing.assert_array_equal(got, expected)
+    finally:
+        assert change.revert()
+    assert not any(part.applied for part in change.changes)
+    assert predefined_modes["FAST_COMPILE"] is name and pytensor.compile.mode.FAST_COMPILE is attribute
+    np.testing.assert_array_equal(want[0][0], want[1][0])
+
+
+def test_changes_made_together_apply_in_order_and_revert_in_reverse():
+    table, made = {}, []
+
+    class Logged(process.EntryChange):
+        def _apply(self):
+            made.append(("apply", self.name, dict(table)))
+            super()._apply()
+
+        def _revert(self):
+            made.append(("revert", self.name, dict(table)))
+            super()._revert()
+
+    both = process.Together("both", "two entries", Logged("a", "a", table, "a", 1), Logged("b", "b", table, "b", 2))
+    assert both.apply() and not both.apply()
+    assert table == {"a": 1, "b": 2}
+    assert both.revert() and not both.revert()
+    assert table == {}
+    assert made == [
+        ("apply", "a", {}),
+        ("apply", "b", {"a": 1}),
+        ("revert", "b", {"a": 1, "b": 2}),
+        ("revert", "a", {"a": 1}),
+    ]
 
 
 def _module(tmp_path, monkeypatch, name):

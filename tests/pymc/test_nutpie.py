@@ -126,6 +126,9 @@ def test_nutpie_compiles_and_samples_under_llvm(name):
     assert get_mode("NUMBA") is stock_numba
     reference = nutpie.compile_pymc_model(model, backend="numba")
     assert not isinstance(reference.logp_func.maker.linker, LLVMLinker)
+    assert compiled._shapes == reference._shapes
+    for seed in (0, 5):
+        np.testing.assert_array_equal(compiled.initial_point_func(seed), reference.initial_point_func(seed))
     rng = np.random.default_rng(3)
     for _ in range(3):
         point = rng.normal(scale=0.5, size=compiled.n_dim)
@@ -346,6 +349,53 @@ def test_a_warm_process_loads_the_graph_functions_nutpie_calls_and_compiles_none
 
     assert run() == [(0, 1, 0), (0, 1, 0)]  # cold: each graph function compiled, for nutpie's types
     assert run() == [(1, 0, 0), (1, 0, 0)]  # warm: each loaded from numba's cache, no typed entry compiled
+
+
+COLD_PROCESS = """
+import sys
+from pathlib import Path
+
+import nutpie
+import numpy as np
+from pytensor import config
+from pytensor.compile.mode import get_mode
+
+import llvm_backend.nutpie
+from llvm_backend_bench.pymc_models import eight_schools
+
+fast_compile = get_mode("FAST_COMPILE")
+compiled = llvm_backend.nutpie.compile_pymc_model(eight_schools())
+trace = nutpie.sample(compiled, draws=20, tune=20, chains=1, progress_bar=False, seed=1)
+assert np.isfinite(trace.posterior["mu"].values).all()
+assert get_mode("FAST_COMPILE") is fast_compile
+print("pytensor.link.c.cvm" in sys.modules, sorted(p.name for p in Path(config.compiledir).glob("lazylinker_ext/*")))
+"""
+
+
+def test_a_cold_process_compiles_and_samples_without_building_pytensor_s_c_lazylinker(tmp_path):
+    env = {**os.environ, "PYTENSOR_FLAGS": f"base_compiledir={tmp_path}", "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+    done = subprocess.run(
+        [sys.executable, "-c", COLD_PROCESS], capture_output=True, text=True, timeout=600, env=env, check=False
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["False", "[]"]
+
+
+def test_fast_compile_is_pytensor_s_own_again_after_compile_pymc_model_fails(monkeypatch):
+    from nutpie import compile_pymc
+
+    fast_compile, seen, make_functions = predefined_modes["FAST_COMPILE"], [], compile_pymc._make_functions
+
+    @functools.wraps(make_functions)
+    def failing(*args, **kwargs):
+        seen.append(type(get_mode("FAST_COMPILE").linker).__name__)
+        raise ZeroDivisionError
+
+    monkeypatch.setattr(compile_pymc, "_make_functions", failing)
+    with pytest.raises(ZeroDivisionError):
+        llvm_backend.nutpie.compile_pymc_model(eight_schools())
+    assert seen == ["PerformLinker"]
+    assert predefined_modes["FAST_COMPILE"] is fast_compile
 
 
 def test_a_nutpie_without_the_internals_used_is_named_in_the_error(monkeypatch):

@@ -4,6 +4,7 @@
 from pytensor.compile.mode import Mode
 from pytensor.graph.rewriting.basic import in2out
 from pytensor.graph.rewriting.db import RewriteDatabaseQuery, SequenceDB
+from pytensor.tensor.rewriting.basic import constant_folding
 from pytensor.tensor.rewriting.math import local_sum_prod_of_mul_or_div
 
 from llvm_backend.linker import REWRITE_TAG, LLVMLinker
@@ -38,13 +39,14 @@ PRE_FUSION_NAME = "llvm_backend_rewrites_before_fusion"
 llvm_rewrites_before_fusion = SequenceDB()
 """Rewrites run only in the LLVM mode, before elemwise fusion: products by data matrices as suits their width,
 sums gated by one condition as its switch of the sum, a sum's terms that do not vary along its axes added once
-(with PyTensor's ``local_sum_prod_of_mul_or_div`` taking out the factors that do not vary of what is left), a
+(with PyTensor's ``local_sum_prod_of_mul_or_div`` taking out the factors that do not vary of what is left, and
+its ``constant_folding`` folding a factor taken out of a constant, such as ``Squeeze([-0.5])``), a
 product's factors that do not vary along the loop multiplied together once, elementwise ops and joins of made
 vectors item by item."""
 llvm_rewrites_before_fusion.register("data_columns", data_columns, "fast_run", REWRITE_TAG, position=0.5)
 for position, name, node_rewriters in (
     (0.6, "sum_of_scalar_switch", (sum_of_scalar_switch,)),
-    (0.65, "sum_of_invariant_terms", (sum_of_invariant_terms, local_sum_prod_of_mul_or_div)),
+    (0.65, "sum_of_invariant_terms", (sum_of_invariant_terms, local_sum_prod_of_mul_or_div, constant_folding)),
     (0.68, "product_of_invariant_factors", (product_of_invariant_factors,)),
     (0.7, "made_vectors", (elemwise_of_make_vector, join_of_make_vector)),
 ):

@@ -1,6 +1,7 @@
 """A sum's terms that do not vary along its axes added once (`llvm_backend.rewrites.sums`): the py linker's and
 stock NUMBA's values for a Normal log-density, nested differences, a partial sum, an infinity and float32; the
-loop that sums a Normal log-density computes only the residual's square; what is left alone."""
+loop that sums a Normal log-density computes only the residual's square; a constant factor taken out is folded;
+what is left alone."""
 
 from collections import Counter
 
@@ -56,6 +57,19 @@ def test_normal_logp_matches_py_and_stock_and_its_loop_sums_squares_only():
         fn, _ = compare_llvm_numba_and_py([y, mu, sigma], output, [values, m, s], rtol=1e-13)
     # per observation: the residual, its square and the add into the sum; the constants are added once
     assert _loop_scalar_ops(fn) == Counter(["Sub", "TrueDiv", "Sqr"])
+
+
+def test_a_factor_taken_out_of_the_sum_is_folded_when_constant():
+    y, mu, sigma = pt.vector("y", shape=(N,)), pt.dscalar("mu"), pt.dscalar("sigma")
+    values = np.random.default_rng(1).normal(size=N)
+    fn, _ = compare_llvm_numba_and_py([y, mu, sigma], _normal_logp(y, mu, sigma), [values, 0.3, 1.1], rtol=1e-13)
+    # PyTensor's local_sum_prod_of_mul_or_div takes -0.5 out as Squeeze([-0.5]), which the same pass folds
+    constant_only = [
+        node
+        for node in fn.maker.fgraph.apply_nodes
+        if node.inputs and all(isinstance(v, TensorConstant) for v in node.inputs)
+    ]
+    assert constant_only == []
 
 
 def test_constant_terms_are_summed_when_rewritten():

@@ -18,16 +18,17 @@ PyTensor Function itself (``fn(x)``, input checks on), under LLVM and stock NUMB
 interleaved rounds (`llvm_backend.tools.measurements.measure_runners`). ``python -m llvm_backend_bench.pymc_limit``
 prints its table and writes it as JSON.
 
-Beside the reference it times the reference as PyTensor's contract has ``jit_fn`` called (`as_jit_fn`): its
-arguments taken as ``*args`` and its log-density returned as a 0-d array, as every output of a PyTensor function
-is, where the reference returns a Python float, which numba boxes without an allocation: the floor of a graph
-function called under that contract, whatever its code.
+Beside the reference it times the reference as PyTensor's contract has ``jit_fn`` return (`as_jit_fn`): its
+log-density returned as a 0-d array, as every output of a PyTensor function is, where the reference returns a
+Python float, which numba boxes without an allocation: the floor of a graph function called under that contract,
+whatever its code.
 
 The models: eight schools, the 85-group hierarchical model and the 65-parameter regression of
 `llvm_backend_bench.pymc_models`, and a logistic regression of 5 predictors and 1,000 observations (`logistic_5p`).
 """
 
 import argparse
+import inspect
 import json
 import sys
 from dataclasses import replace
@@ -308,17 +309,20 @@ REFERENCES = {
 
 
 def as_jit_fn(reference):
-    """``reference`` as PyTensor's contract has a graph's ``jit_fn``: a numba function of ``*args`` returning the
-    log-density as a 0-d array (one allocation more) and the gradient."""
-
-    @fast_njit
-    def called_as_jit_fn(*args):
-        logp, grad = reference(*args)
-        boxed = np.empty((), dtype=np.float64)
-        boxed[()] = logp
-        return boxed, grad
-
-    return called_as_jit_fn
+    """``reference`` as PyTensor's contract has a graph's ``jit_fn``: a numba function of the reference's
+    parameters, one each, as stock's graph function takes its inputs, returning the log-density as a 0-d array
+    (one allocation more) and the gradient."""
+    parameters = ", ".join(inspect.signature(reference.py_func).parameters)
+    source = (
+        f"def called_as_jit_fn({parameters}):\n"
+        f"    logp, grad = reference({parameters})\n"
+        "    boxed = np.empty((), dtype=np.float64)\n"
+        "    boxed[()] = logp\n"
+        "    return boxed, grad\n"
+    )
+    namespace = {"reference": reference, "np": np}
+    exec(compile(source, f"<as_jit_fn {reference.__name__}>", "exec"), namespace)
+    return fast_njit(namespace["called_as_jit_fn"])
 
 
 def reference_arguments(name: str, graph: Graph) -> tuple:
@@ -358,22 +362,22 @@ def measure_calls(name: str, rounds: int = 9, progress=print) -> tuple[list[Meas
     check_reference(name, graph)
     x, arguments = graph.values[0], reference_arguments(name, graph)
     runners = [jitted_runner(REFERENCE, REFERENCES[name], arguments)]
-    runners.append(_star_args_runner(JIT_FN_REFERENCE, as_jit_fn(REFERENCES[name]), arguments))
+    runners.append(_called_runner(JIT_FN_REFERENCE, as_jit_fn(REFERENCES[name]), arguments))
     for mode in CALL_MODES:
         progress(f"pymc_limit/{name}: compiling under {mode}")
         with config.change_flags(numba__cache=False):
             fn = pymc_compile(graph, mode)
         fn.trust_input = False
-        runners.append(_star_args_runner(f"{mode} jit_fn", fn.vm.jit_fn, (x,)))
+        runners.append(_called_runner(f"{mode} jit_fn", fn.vm.jit_fn, (x,)))
         runners.append(Runner(f"{mode} Function", partial(fn, x), FUNCTION_CALL))
     progress(f"pymc_limit/{name}: timing {rounds} interleaved rounds")
     measured = measure_runners(f"pymc_limit/{name}", runners, {}, rounds, ALLOCATION_CALLS)
     return [m if m.mode == REFERENCE else replace(m, kernel_ir_instructions=None) for m in measured], graph.description
 
 
-def _star_args_runner(label: str, dispatcher, args: tuple) -> Runner:
+def _called_runner(label: str, dispatcher, args: tuple) -> Runner:
     """A runner calling ``dispatcher(*args)`` (a ``jit_fn``, or `as_jit_fn`'s), with its allocations counted.
-    It takes ``*args``, which numba compiles on a call and not for an explicit signature (as `jitted_runner`
+    It is compiled by a call, as a user's first call compiles it, not for an explicit signature (as `jitted_runner`
     compiles), so it is called once first. Its IR is an entry's, not the kernel's (under LLVM the graph function is
     called through its address): left out of the measurements."""
     dispatcher(*args)

@@ -3,6 +3,8 @@ callable from Python and from nopython code (nutpie calls it inside a ``numba.cf
 Our graph function may take packs and constant parameters and return outputs in lists; ``jit_fn`` hides
 them."""
 
+import inspect
+
 import numba
 import numpy as np
 import pytensor
@@ -178,16 +180,32 @@ def _jit_fns(inputs, outputs):
 
 @pytest.mark.parametrize("n_inputs", [3, 60])
 def test_jit_fn_given_the_wrong_number_of_arguments_raises_what_stock_raises(n_inputs):
+    """From nopython code, numba's TypingError, as stock's. From Python, Python's TypeError, as stock's graph
+    function raises (its jit_fn when numba's cache is off); with the cache on, stock hands out a ``*args`` wrapper,
+    on which it is numba's TypingError."""
     xs = [pt.dscalar(f"x{k}") for k in range(n_inputs)]
     jit_fns = _jit_fns(xs, [pt.add(*xs)])
+    with pytensor.config.change_flags(numba__cache=False):
+        stock_graph_function = pytensor.function(xs, [pt.add(*xs)], mode="NUMBA").vm.jit_fn
     values = [np.array(float(k)) for k in range(n_inputs)]
     for wrong in (values[:-1], [*values, values[0]]):
-        for mode, jit_fn in jit_fns.items():
-            with pytest.raises(numba.TypingError):
+        for jit_fn in (stock_graph_function, jit_fns["LLVM"]):
+            with pytest.raises(TypeError, match=f"expected {n_inputs}, got {len(wrong)}"):
                 jit_fn(*wrong)
+        with pytest.raises(numba.TypingError):
+            jit_fns["NUMBA"](*wrong)
+        for jit_fn in jit_fns.values():
             with pytest.raises(numba.TypingError):
                 _nopython_caller(len(wrong))(jit_fn, *wrong)
-            assert jit_fn(*values)[0] == sum(range(n_inputs)), mode
+    for mode, jit_fn in jit_fns.items():
+        assert jit_fn(*values)[0] == sum(range(n_inputs)), mode
+
+
+def test_jit_fn_takes_one_parameter_per_input_as_stock_s_graph_function():
+    xs = [pt.dscalar(f"x{k}") for k in range(4)]
+    jit_fn = _jit_fns(xs, [pt.add(*xs)])["LLVM"]
+    parameters = list(inspect.signature(jit_fn.py_func).parameters.values())
+    assert [p.kind for p in parameters] == [inspect.Parameter.POSITIONAL_OR_KEYWORD] * 4
 
 
 def _float32_cases():

@@ -1,6 +1,7 @@
 """The bench's ``pymc_limit`` family (needs the ``pymc`` extra): its references compute what PyMC does, and it is
 measured through the bench."""
 
+import inspect
 import json
 
 import numpy as np
@@ -131,6 +132,8 @@ def test_the_reference_as_jit_fn_returns_what_jit_fn_returns(name):
     graph = limit_graph(name)
     args = reference_arguments(name, graph)
     reference, called_as_jit_fn = REFERENCES[name], as_jit_fn(REFERENCES[name])
+    parameters = inspect.signature(called_as_jit_fn.py_func).parameters
+    assert list(parameters) == list(inspect.signature(reference.py_func).parameters)
     logp, grad = called_as_jit_fn(*args)
     jit_fn_logp, jit_fn_grad = pymc_compile(graph, "LLVM").vm.jit_fn(graph.values[0])
     assert type(logp) is type(jit_fn_logp) is np.ndarray and logp.shape == jit_fn_logp.shape == ()

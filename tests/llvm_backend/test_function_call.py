@@ -479,5 +479,72 @@ def test_the_documented_sources_are_the_ones_written():
     s = pytensor.shared(np.array(0.0), name="s")
     updating = pytensor.function([x], x.sum(), updates={s: s + 1}, mode="LLVM")
     examples = [part.split("\n\n    ")[0] for part in lean_call_source.__doc__.split("::\n\n")[1:]]
-    for fn, documented in zip([direct, updating], examples, strict=True):
-        assert lean_call_source(fn) == "\n".join(line[8:] for line in documented.splitlines()).strip("\n") + "\n"
+    written = [lean_call_source(direct), lean_call_source(updating), lean_call_source(direct, entry=True)]
+    for source, documented in zip(written, examples, strict=True):
+        assert source == "\n".join(line[8:] for line in documented.splitlines()).strip("\n") + "\n"
+
+
+def _entry_spied(fn):
+    """``fn``'s lean call's compiled entry, wrapped to count its calls."""
+    namespace = fn.lean_call.__func__.__globals__
+    calls, entry = [], namespace["entry"]
+
+    def spy(*args):
+        calls.append(len(args))
+        return entry(*args)
+
+    namespace["entry"] = spy
+    return calls
+
+
+def test_after_its_first_call_the_lean_call_calls_the_graph_function_s_compiled_entry(pytensor_calls):
+    x, s, m = pt.dvector("x"), pt.dscalar("s"), pt.dmatrix("m")
+    outputs = [(x * s).sum() + m.sum(), m.T @ x[:3]]
+    fn = pytensor.function([x, s, m], outputs, mode="LLVM")
+    stock = pytensor.function([x, s, m], outputs, mode="NUMBA")
+    py = pytensor.function([x, s, m], outputs, mode=PY_MODE)
+    assert not fn.vm.graph_fn.overloads  # compiled at the first call, whose lean call has no entry
+    values = np.arange(5.0), np.array(1.5), np.arange(6.0).reshape(3, 2)
+    _assert_same(fn(*values), stock(*values), "first call")
+    [compiled] = fn.vm.graph_fn.overloads.values()
+    assert fn.lean_call.__func__.__globals__["entry"] is compiled.entry_point
+    entered = _entry_spied(fn)
+    readonly = np.arange(5.0)
+    readonly.flags.writeable = False
+    arguments = {
+        "canonical": values,
+        "a strided vector": (np.arange(10.0)[::2], *values[1:]),
+        "a Fortran-ordered matrix": (*values[:2], np.asfortranarray(values[2])),
+        "a read-only vector": (readonly, *values[1:]),
+        "a float32 vector": (np.arange(5.0, dtype="float32"), *values[1:]),
+        "a list": (list(range(5)), *values[1:]),
+    }
+    for label, args in arguments.items():
+        got = fn(*args)
+        for mode, other in (("NUMBA", stock), ("py", py)):
+            _assert_same(got, other(*args), f"{label} vs {mode}")
+        assert len(entered) == 1, label  # the canonical call only
+    with pytest.raises(TypeError, match="not aligned"):
+        stock(_unaligned(5), *values[1:])
+    with pytest.raises(TypeError, match="not aligned"):
+        fn(_unaligned(5), *values[1:])
+    assert entered == [3]
+    assert len(fn.vm.graph_fn.overloads) > 1  # the dispatcher compiled the strided and read-only ones
+    assert len(pytensor_calls) == 1  # the unaligned vector, which filter rejects and PyTensor's call raises on
+
+
+@pytest.mark.parametrize("how", ["trust_input", "a shared variable", "updates"])
+def test_the_lean_call_has_no_compiled_entry_where_it_would_pass_arguments_unchecked(how):
+    x = pt.dvector("x")
+    shared = pytensor.shared(np.ones(3), name="shared")
+    inputs, outputs, kwargs = [x], [x * 2], {}
+    if how == "a shared variable":
+        outputs = [x * shared]
+    elif how == "updates":
+        kwargs["updates"] = {shared: shared + x}
+    fn = pytensor.function(inputs, outputs, mode="LLVM", **kwargs)
+    fn.trust_input = how == "trust_input"
+    fn(np.ones(3))
+    fn(np.ones(3))
+    assert fn.vm.graph_fn.overloads
+    assert fn.lean_call.__func__.__globals__.get("entry") is None

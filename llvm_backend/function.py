@@ -119,19 +119,19 @@ def _tuple_display(names: list[str]) -> str:
 
 def _checked_arguments(input_types: list, fall_back: str, entry: bool) -> list[str]:
     """The lines of a lean call that filter each argument ``a{k}`` unless `unchanged_by_filter`, into ``v{k}``.
-    With ``entry``, the call is ``entry`` (`compiled_entry`) unless an argument is filtered or is not a
-    C-contiguous, writeable array (of the very numba type the entry takes: its ``flags`` read once), when it is
-    ``graph_fn``, numba's dispatcher."""
+    With ``entry``, the call is ``entry`` (`compiled_entry`) unless an argument is not also a C-contiguous,
+    writeable array (``flags.carray``: aligned, writeable and C-contiguous, the very numba type the entry takes),
+    when it is ``graph_fn``, numba's dispatcher, and the argument is filtered unless unchanged by it."""
     lines = ["    call = entry"] if entry else []
     for k, input_type in enumerate(input_types):
         unchanged = unchanged_by_filter(f"a{k}", k, input_type)
+        filtering = [f"if not ({unchanged}):", f"    v{k} = filtered(container{k}, a{k})", f"    if v{k} is REJECTED:"]
+        filtering += [f"        {fall_back}"]
         if entry:
-            unchanged = unchanged.replace(f"a{k}.flags.aligned", f"(flags{k} := a{k}.flags).aligned")
-        lines += [f"    if not ({unchanged}):", *(["        call = graph_fn"] if entry else [])]
-        lines += [f"        v{k} = filtered(container{k}, a{k})", f"        if v{k} is REJECTED:"]
-        lines += [f"            {fall_back}"]
-        if entry:
-            lines += [f"    elif not (flags{k}.c_contiguous and flags{k}.writeable):", "        call = graph_fn"]
+            carray = unchanged.replace(f"a{k}.flags.aligned", f"a{k}.flags.carray")
+            lines += [f"    if not ({carray}):", "        call = graph_fn", *(f"        {line}" for line in filtering)]
+        else:
+            lines += [f"    {line}" for line in filtering]
     return lines
 
 
@@ -210,20 +210,18 @@ def lean_call_source(fn: Function, entry: bool = False) -> str:
             v0 = a0
             v1 = a1
             call = entry
-            if not (type(a0) is ndarray and a0.dtype is dtype0 and a0.ndim == 1 and (flags0 := a0.flags).aligned):
+            if not (type(a0) is ndarray and a0.dtype is dtype0 and a0.ndim == 1 and a0.flags.carray):
                 call = graph_fn
-                v0 = filtered(container0, a0)
-                if v0 is REJECTED:
-                    return given_to_pytensor(fn, (a0, a1), more, kwargs)
-            elif not (flags0.c_contiguous and flags0.writeable):
+                if not (type(a0) is ndarray and a0.dtype is dtype0 and a0.ndim == 1 and a0.flags.aligned):
+                    v0 = filtered(container0, a0)
+                    if v0 is REJECTED:
+                        return given_to_pytensor(fn, (a0, a1), more, kwargs)
+            if not (type(a1) is ndarray and a1.dtype is dtype1 and a1.ndim == 0 and a1.flags.carray):
                 call = graph_fn
-            if not (type(a1) is ndarray and a1.dtype is dtype1 and a1.ndim == 0 and (flags1 := a1.flags).aligned):
-                call = graph_fn
-                v1 = filtered(container1, a1)
-                if v1 is REJECTED:
-                    return given_to_pytensor(fn, (a0, a1), more, kwargs)
-            elif not (flags1.c_contiguous and flags1.writeable):
-                call = graph_fn
+                if not (type(a1) is ndarray and a1.dtype is dtype1 and a1.ndim == 0 and a1.flags.aligned):
+                    v1 = filtered(container1, a1)
+                    if v1 is REJECTED:
+                        return given_to_pytensor(fn, (a0, a1), more, kwargs)
             try:
                 o0, o1 = call(v0, float64(v1))
             except Exception:

@@ -10,6 +10,7 @@ import textwrap
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
+from pytensor import config
 from pytensor.compile.mode import get_mode, optdb, predefined_modes
 from pytensor.conditional.op import ifelse
 from pytensor.link.basic import PerformLinker
@@ -96,11 +97,11 @@ def test_reverting_every_change_leaves_the_process_as_one_that_never_imported_th
 def test_every_change_is_named_documented_and_applied_by_the_import():
     names = [change.name for change in process.CHANGES]
     assert len(set(names)) == len(names)
-    for change in (*process.CHANGES, process.NUMBA_IS_LLVM, process.FAST_COMPILE_ON_PY_LINKER):
+    not_on_import = (process.NUMBA_IS_LLVM, process.FAST_COMPILE_ON_PY_LINKER, process.TRACEBACKS_OF_COMPILE)
+    for change in (*process.CHANGES, *not_on_import):
         assert change.__doc__ and change.__doc__.strip() != type(change).__doc__.strip(), change
     assert all(change.applied for change in process.CHANGES)
-    assert not process.NUMBA_IS_LLVM.applied
-    assert not process.FAST_COMPILE_ON_PY_LINKER.applied
+    assert not any(change.applied for change in not_on_import)
 
 
 def _state():
@@ -167,6 +168,22 @@ def test_fast_compile_on_the_py_linker_computes_what_fast_compile_does_and_rever
     assert not any(part.applied for part in change.changes)
     assert predefined_modes["FAST_COMPILE"] is name and pytensor.compile.mode.FAST_COMPILE is attribute
     np.testing.assert_array_equal(want[0][0], want[1][0])
+
+
+def test_a_config_change_sets_the_flag_to_the_value_read_when_applied_and_puts_back_the_one_before():
+    limit = config.traceback__limit
+    change = process.TRACEBACKS_OF_COMPILE
+    with config.change_flags(traceback__compile_limit=3):
+        assert change.apply()
+        try:
+            assert config.traceback__limit == 3
+            assert not change.apply()
+            assert len((pt.dscalar("x") + 1).tag.trace[0]) == 3
+        finally:
+            assert change.revert()
+    assert config.traceback__limit == limit
+    assert not change.revert()
+    assert config.traceback__limit == limit
 
 
 def test_changes_made_together_apply_in_order_and_revert_in_reverse():

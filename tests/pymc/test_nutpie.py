@@ -10,8 +10,10 @@ import sys
 import numpy as np
 import nutpie
 import pymc as pm
+import pytensor.tensor as pt
 import pytest
 from llvm_backend_bench.pymc_models import eight_schools
+from pytensor import config
 from pytensor.compile.mode import get_mode, predefined_modes
 
 import llvm_backend
@@ -385,6 +387,7 @@ def test_fast_compile_is_pytensor_s_own_again_after_compile_pymc_model_fails(mon
     from nutpie import compile_pymc
 
     fast_compile, seen, make_functions = predefined_modes["FAST_COMPILE"], [], compile_pymc._make_functions
+    limit = config.traceback__limit
 
     @functools.wraps(make_functions)
     def failing(*args, **kwargs):
@@ -396,6 +399,30 @@ def test_fast_compile_is_pytensor_s_own_again_after_compile_pymc_model_fails(mon
         llvm_backend.nutpie.compile_pymc_model(eight_schools())
     assert seen == ["PerformLinker"]
     assert predefined_modes["FAST_COMPILE"] is fast_compile
+    assert config.traceback__limit == limit
+
+
+@pytest.mark.parametrize("compile_limit", [0, 2])
+def test_the_graphs_built_in_compile_pymc_model_keep_the_tracebacks_pytensor_keeps_while_compiling(
+    monkeypatch, compile_limit
+):
+    from nutpie import compile_pymc
+
+    seen, make_functions, limit = [], compile_pymc._make_functions, config.traceback__limit
+
+    @functools.wraps(make_functions)
+    def spied(*args, **kwargs):
+        seen.append((config.traceback__limit, sum(map(len, (pt.dscalar("x") + 1).tag.trace))))
+        return make_functions(*args, **kwargs)
+
+    monkeypatch.setattr(compile_pymc, "_make_functions", spied)
+    with config.change_flags(traceback__compile_limit=compile_limit):
+        compiled = llvm_backend.nutpie.compile_pymc_model(eight_schools())
+    assert seen == [(compile_limit, compile_limit)]
+    assert config.traceback__limit == limit
+    assert (pt.dscalar("x") + 1).tag.trace
+    trace = nutpie.sample(compiled, draws=20, tune=20, chains=1, progress_bar=False, seed=1)
+    assert np.isfinite(trace.posterior["mu"].values).all()
 
 
 def test_a_nutpie_without_the_internals_used_is_named_in_the_error(monkeypatch):

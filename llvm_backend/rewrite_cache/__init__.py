@@ -26,7 +26,9 @@ empties it.
 Which queries it serves is decided in one place, `is_ours`: exactly those that include our tag
 (``REWRITE_TAG``, which the LLVM linker requires), whatever `Mode` object carries the linker ("LLVM", modes
 derived from it, PyMC's ``compile``, which rebuilds a plain ``Mode`` from the mode's linker and query,
-``Mode(linker="llvm")``). Importing the package makes `cached_query` PyTensor's ``optdb.query``
+``Mode(linker="llvm")``), and those including `CACHE_TAG`, which no rewrite is registered under: a mode on
+`CachedPerformLinker` (PyTensor's py linker requiring the tag) rewrites as on the py linker, through the cache.
+Importing the package makes `cached_query` PyTensor's ``optdb.query``
 (``rewrite_cache_query`` in ``llvm_backend.process``), which wraps such a query's rewriters in a `CachedRewriter`
 and returns every other query's as PyTensor builds them. The key includes the linker of the mode compiling the
 graph.
@@ -39,12 +41,22 @@ The layers, one module each: ``fingerprint`` (what identifies code, classes, rew
 from llvm_backend.rewrite_cache import store
 from llvm_backend.rewrite_cache.fingerprint import rewriter_fingerprint
 from llvm_backend.rewrite_cache.keys import Uncacheable, graph_key
-from llvm_backend.rewrite_cache.rewriter import CachedRewriter, cached_query, enabled, is_ours, outcomes
+from llvm_backend.rewrite_cache.rewriter import (
+    CACHE_TAG,
+    CachedPerformLinker,
+    CachedRewriter,
+    cached_query,
+    enabled,
+    is_ours,
+    outcomes,
+)
 from llvm_backend.rewrite_cache.store import MAX_BYTES, MAX_ENTRIES, RewriteCache
 
 __all__ = [
+    "CACHE_TAG",
     "MAX_BYTES",
     "MAX_ENTRIES",
+    "CachedPerformLinker",
     "CachedRewriter",
     "RewriteCache",
     "Uncacheable",

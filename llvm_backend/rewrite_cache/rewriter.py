@@ -9,6 +9,7 @@ from collections import Counter
 from pytensor.compile.mode import optdb
 from pytensor.graph.rewriting.basic import GraphRewriter
 from pytensor.graph.rewriting.db import RewriteDatabaseQuery, SequenceDB
+from pytensor.link.basic import PerformLinker
 
 from llvm_backend.linker import REWRITE_TAG
 from llvm_backend.rewrite_cache import store
@@ -18,7 +19,7 @@ from llvm_backend.rewrite_cache.keys import Uncacheable, graph_key
 from llvm_backend.rewrite_cache.store import RewriteCache
 from llvm_backend.rewrites.supervisor import use_indexed_supervisor
 
-__all__ = ["CachedRewriter", "cached_query", "enabled", "is_ours", "outcomes"]
+__all__ = ["CACHE_TAG", "CachedPerformLinker", "CachedRewriter", "cached_query", "enabled", "is_ours", "outcomes"]
 
 _logger = logging.getLogger(__name__)
 
@@ -33,12 +34,25 @@ def enabled() -> bool:
     return os.environ.get("LLVM_BACKEND_REWRITE_CACHE", "1").strip().lower() not in ("0", "false", "off", "no")
 
 
+CACHE_TAG = "llvm_backend_rewrite_cache"
+"""A tag no rewrite is registered under: a query including it is served by the cache (`is_ours`) with the
+rewrites it resolves to without it. `CachedPerformLinker` requires it. Querying it leaves an empty entry for it
+in each rewrite database queried, as querying any tag not registered does."""
+
+
 def is_ours(query: RewriteDatabaseQuery) -> bool:
-    """Whether the rewrite cache serves ``query``: exactly when it includes our tag, `REWRITE_TAG` (among its
-    ``include`` and not among its ``exclude``, which would take our rewrites out again). The LLVM linker requires
-    the tag (``LLVMLinker.required_rewrites``), so every Mode carrying it asks such a query; no other test is made
-    anywhere."""
-    return REWRITE_TAG in query.include and REWRITE_TAG not in query.exclude
+    """Whether the rewrite cache serves ``query``: exactly when it includes our tag, `REWRITE_TAG`, or
+    `CACHE_TAG` (among its ``include`` and not among its ``exclude``, which would take our rewrites out again).
+    The LLVM linker requires the first (``LLVMLinker.required_rewrites``) and `CachedPerformLinker` the second, so
+    every Mode carrying either asks such a query; no other test is made anywhere."""
+    return any(tag in query.include and tag not in query.exclude for tag in (REWRITE_TAG, CACHE_TAG))
+
+
+class CachedPerformLinker(PerformLinker):
+    """PyTensor's py linker, requiring `CACHE_TAG`: a mode on it rewrites as it would on the py linker, through
+    the cache. What a function compiled with it computes is the py linker's."""
+
+    required_rewrites = (*PerformLinker.required_rewrites, CACHE_TAG)
 
 
 def _query_of(tags) -> RewriteDatabaseQuery:

@@ -330,6 +330,44 @@ def test_a_query_is_ours_exactly_when_it_includes_our_tag(query, ours):
     assert isinstance(optdb.query(query), CachedRewriter) is ours
 
 
+def test_a_query_including_the_cache_tag_is_served_by_the_cache_with_the_rewrites_it_names():
+    query = RewriteDatabaseQuery(include=["fast_compile", rewrite_cache.CACHE_TAG])
+    assert rewrite_cache.is_ours(query)
+    assert not rewrite_cache.is_ours(query.excluding(rewrite_cache.CACHE_TAG))
+    cached = optdb.query(query)
+    assert isinstance(cached, CachedRewriter)
+    stock = optdb.query(RewriteDatabaseQuery(include=["fast_compile"]))
+    assert [r.name for r in cached.rewriter.data] == [r.name for r in stock.data]
+
+
+def _random_walk(mode, seed):
+    """Two calls of a FAST_COMPILE function whose random variable PyMC's rewrite makes in place, and whose
+    generator the function updates."""
+    x = pt.dvector("x")
+    rng = pytensor.shared(np.random.default_rng(seed))
+    next_rng, noise = pt.random.normal(0, 1, size=3, rng=rng, return_next_rng=True)
+    fn = pytensor.function([x], [x + noise, pt.exp(noise).sum()], updates={rng: next_rng}, mode=mode)
+    return fn, [value for _ in range(2) for value in fn(np.arange(3.0))]
+
+
+def test_a_mode_on_the_cached_py_linker_rewrites_through_the_cache_and_computes_what_the_py_linker_does(cache):
+    def mode(linker):
+        return Mode(linker=linker, optimizer="fast_compile").including("random_make_inplace")
+
+    (_, first), stored = _outcomes_of(lambda: _random_walk(mode(rewrite_cache.CachedPerformLinker()), 4))
+    (hit_fn, second), hit = _outcomes_of(lambda: _random_walk(mode(rewrite_cache.CachedPerformLinker()), 4))
+    assert (stored, hit) == ({"stored": 1}, {"hit": 1})
+    (_, want), none = _outcomes_of(lambda: _random_walk(mode("py"), 4))
+    assert none == {}
+    for got in (first, second):
+        for a, b in zip(got, want, strict=True):
+            np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(want[0], want[2])
+    assert any(node.op.destroy_map for node in hit_fn.maker.fgraph.apply_nodes)
+    assert hasattr(hit_fn.maker.fgraph, "destroy_handler")
+    assert type(hit_fn.maker.linker) is rewrite_cache.CachedPerformLinker
+
+
 def test_a_query_of_tag_strings_is_ours_when_it_includes_our_tag():
     assert isinstance(optdb.query("+fast_run", f"+{REWRITE_TAG}"), CachedRewriter)
     assert not isinstance(optdb.query("+fast_run", f"+{REWRITE_TAG}", f"-{REWRITE_TAG}"), CachedRewriter)

@@ -189,6 +189,26 @@ def test_pm_sample_with_the_llvm_mode_goes_through_the_rewrite_cache(tmp_path, m
     assert rewrite_cache.store.DEFAULT.entries()
 
 
+@pytest.mark.parametrize("make_model", [eight_schools, separate_scalars])
+def test_a_second_compile_pymc_model_takes_every_rewritten_graph_from_the_cache(tmp_path, monkeypatch, make_model):
+    """PyMC's initial-point functions and nutpie's shape function (FAST_COMPILE, on the py linker while
+    `compile_pymc_model` runs) as well as the log density and expansion: with the rewritten graphs loaded, the
+    same initial points and shapes as stock nutpie's."""
+    monkeypatch.setattr(rewrite_cache.store, "DEFAULT", rewrite_cache.RewriteCache(tmp_path / "rewrites"))
+    monkeypatch.delenv("LLVM_BACKEND_REWRITE_CACHE", raising=False)
+    model = make_model()
+    outcomes = []
+    for _ in range(2):
+        before = dict(rewrite_cache.outcomes)
+        compiled = llvm_backend.nutpie.compile_pymc_model(model)
+        outcomes.append({k: v - before.get(k, 0) for k, v in rewrite_cache.outcomes.items() if v != before.get(k, 0)})
+    assert outcomes == [{"stored": 5}, {"hit": 5}]
+    reference = nutpie.compile_pymc_model(model, backend="numba")
+    assert compiled._shapes == reference._shapes
+    for seed in (0, 5):
+        np.testing.assert_array_equal(compiled.initial_point_func(seed), reference.initial_point_func(seed))
+
+
 @pytest.fixture
 def nutpie_compiles(monkeypatch):
     """The models nutpie compiles, as PyMC's ``pm.sample`` calls it (``nutpie.compile_pymc_model``)."""
@@ -397,7 +417,7 @@ def test_fast_compile_is_pytensor_s_own_again_after_compile_pymc_model_fails(mon
     monkeypatch.setattr(compile_pymc, "_make_functions", failing)
     with pytest.raises(ZeroDivisionError):
         llvm_backend.nutpie.compile_pymc_model(eight_schools())
-    assert seen == ["PerformLinker"]
+    assert seen == ["CachedPerformLinker"]
     assert predefined_modes["FAST_COMPILE"] is fast_compile
     assert config.traceback__limit == limit
 

@@ -50,8 +50,11 @@ def toposort(inputs, outputs) -> list:
 
 
 class _StatePickler(pickle.Pickler):
-    """Pickles what an object is, not what it cached: a `frozendict` (an Elemwise's ``inplace_pattern``)
-    as its items, without the hash it stores once it has been hashed."""
+    """Pickles what an object is, not what it cached nor which objects it shares: a `frozendict` (an Elemwise's
+    ``inplace_pattern``) as its items, without the hash it stores once it has been hashed; and, without pickle's
+    memo (``fast``), an object met twice written twice, so an op made by PyTensor (whose name is the very string
+    its ``__dict__`` uses as a key) and the same op unpickled from the cache have one state. An object holding
+    itself cannot be pickled so (``ValueError``), and is `Uncacheable`."""
 
     def reducer_override(self, obj):
         if type(obj) is frozendict:
@@ -61,7 +64,9 @@ class _StatePickler(pickle.Pickler):
 
 def _state_bytes(obj) -> bytes:
     buffer = io.BytesIO()
-    _StatePickler(buffer, protocol=4).dump(obj)
+    pickler = _StatePickler(buffer, protocol=4)
+    pickler.fast = True
+    pickler.dump(obj)
     return buffer.getvalue()
 
 

@@ -412,6 +412,16 @@ def test_the_key_is_stable_for_one_graph_compiled_twice_in_one_process(cache):
     assert outcomes == [{"stored": 1}, {"hit": 1}, {"hit": 1}]
 
 
+def test_a_graph_of_ops_loaded_from_the_cache_keys_as_the_graph_pytensor_made(cache):
+    # pt.exp's op has its name string as a key of its __dict__ too (pickle's memo writes it once); the same op
+    # unpickled does not: a graph built on a stored graph (nutpie builds the gradient on its rewritten log
+    # density) must key as one built on the graph PyTensor made.
+    x, y = pt.dvector("x"), pt.dscalar("y")
+    outputs = [pt.exp(x * y).sum(), pt.switch(x > 0, pt.log1p(x), y)]
+    loaded = pickle.loads(pickle.dumps((x, y, outputs)))
+    assert _key([x, y], outputs) == _key(list(loaded[:2]), loaded[2])
+
+
 def test_a_graph_stored_for_one_query_is_not_installed_for_another(cache):
     x = pt.dvector("x")
     out = pt.exp(x) * 2 + pt.log1p(x)

@@ -30,7 +30,7 @@ import inspect
 import threading
 import warnings
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from uuid import uuid4
 
 import numpy as np
@@ -38,7 +38,7 @@ from pytensor.compile.mode import get_mode
 
 from llvm_backend.collector import paced_collections
 from llvm_backend.linker import LLVMLinker
-from llvm_backend.process import FAST_COMPILE_ON_PY_LINKER, NUMBA_IS_LLVM, TRACEBACKS_OF_COMPILE, Change
+from llvm_backend.process import COMPILE_PYMC_MODEL_CHANGES, NUMBA_IS_LLVM, Change
 
 __all__ = ["SAMPLING_ON_LLVM", "compile_pymc_model", "numba_is_llvm", "nutpie_compile", "sample_external_nuts"]
 
@@ -174,10 +174,10 @@ def compile_pymc_model(
     the ``numba.cfunc`` options it passes on. ``with_data`` keeps working: the entry points read the shared
     data through nutpie's record, as nutpie's do.
 
-    It runs with the garbage collector paced (`paced_collections`), with FAST_COMPILE, in which PyMC and nutpie
-    compile the initial-point and shape functions, on PyTensor's py linker (`FAST_COMPILE_ON_PY_LINKER`), and with
-    the graphs PyMC and nutpie build keeping the tracebacks PyTensor keeps while it compiles
-    (`TRACEBACKS_OF_COMPILE`). Raises
+    It runs with the garbage collector paced (`paced_collections`) and with `COMPILE_PYMC_MODEL_CHANGES`:
+    FAST_COMPILE, in which PyMC and nutpie compile the initial-point and shape functions, on PyTensor's py linker
+    through the rewrite cache; the graphs PyMC and nutpie build keeping the tracebacks PyTensor keeps while it
+    compiles; and nutpie's rewrite of the log density before its gradient through the rewrite cache. Raises
     ``RuntimeError`` naming the installed nutpie when its internals are not those this was written against
     (`NUTPIE_INTERNALS`).
     """
@@ -196,7 +196,9 @@ def compile_pymc_model(
         model = freeze_dims_and_data(model)
     if default_initialization_strategy == "support_point" and jitter_rvs is None:
         jitter_rvs = set(model.free_RVs)
-    with _held(FAST_COMPILE_ON_PY_LINKER), _held(TRACEBACKS_OF_COMPILE):
+    with ExitStack() as held:
+        for change in COMPILE_PYMC_MODEL_CHANGES:
+            held.enter_context(_held(change))
         initial_point_fn = compile_pymc._wrap_with_lock(
             make_initial_point_fn(
                 model=model,

@@ -27,7 +27,8 @@ Which queries it serves is decided in one place, `is_ours`: exactly those that i
 (``REWRITE_TAG``, which the LLVM linker requires), whatever `Mode` object carries the linker ("LLVM", modes
 derived from it, PyMC's ``compile``, which rebuilds a plain ``Mode`` from the mode's linker and query,
 ``Mode(linker="llvm")``), and those including `CACHE_TAG`, which no rewrite is registered under: a mode on
-`CachedPerformLinker` (PyTensor's py linker requiring the tag) rewrites as on the py linker, through the cache.
+`CachedPerformLinker` (PyTensor's py linker requiring the tag) rewrites as on the py linker, through the cache, and
+`cached_rewrite_graph` is PyTensor's ``rewrite_graph`` through the cache.
 Importing the package makes `cached_query` PyTensor's ``optdb.query``
 (``rewrite_cache_query`` in ``llvm_backend.process``), which wraps such a query's rewriters in a `CachedRewriter`
 and returns every other query's as PyTensor builds them. The key includes the linker of the mode compiling the
@@ -46,6 +47,7 @@ from llvm_backend.rewrite_cache.rewriter import (
     CachedPerformLinker,
     CachedRewriter,
     cached_query,
+    cached_rewrite_graph,
     enabled,
     is_ours,
     outcomes,
@@ -61,6 +63,7 @@ __all__ = [
     "RewriteCache",
     "Uncacheable",
     "cached_query",
+    "cached_rewrite_graph",
     "enabled",
     "graph_key",
     "is_ours",

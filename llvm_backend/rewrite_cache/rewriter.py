@@ -7,8 +7,10 @@ import sys
 from collections import Counter
 
 from pytensor.compile.mode import optdb
+from pytensor.graph.fg import FunctionGraph
 from pytensor.graph.rewriting.basic import GraphRewriter
 from pytensor.graph.rewriting.db import RewriteDatabaseQuery, SequenceDB
+from pytensor.graph.rewriting.utils import rewrite_graph
 from pytensor.link.basic import PerformLinker
 
 from llvm_backend.linker import REWRITE_TAG
@@ -19,7 +21,16 @@ from llvm_backend.rewrite_cache.keys import Uncacheable, graph_key
 from llvm_backend.rewrite_cache.store import RewriteCache
 from llvm_backend.rewrites.supervisor import use_indexed_supervisor
 
-__all__ = ["CACHE_TAG", "CachedPerformLinker", "CachedRewriter", "cached_query", "enabled", "is_ours", "outcomes"]
+__all__ = [
+    "CACHE_TAG",
+    "CachedPerformLinker",
+    "CachedRewriter",
+    "cached_query",
+    "cached_rewrite_graph",
+    "enabled",
+    "is_ours",
+    "outcomes",
+]
 
 _logger = logging.getLogger(__name__)
 
@@ -75,6 +86,15 @@ def cached_query(*tags, **kwargs) -> GraphRewriter:
     if is_ours(_query_of(tags)) and enabled():
         return CachedRewriter(sequence, store.DEFAULT)
     return sequence
+
+
+def cached_rewrite_graph(graph, include=("canonicalize",), custom_rewrite=None, clone=False, **kwargs):
+    """PyTensor's ``rewrite_graph``, its query served by the cache (with `CACHE_TAG`) when ``graph`` is variables:
+    it builds their graph itself, which nothing else watches. A ``FunctionGraph`` given, whose features may
+    watch each replacement, is rewritten as PyTensor does."""
+    if not isinstance(graph, FunctionGraph):
+        include = (*include, CACHE_TAG)
+    return rewrite_graph(graph, include=include, custom_rewrite=custom_rewrite, clone=clone, **kwargs)
 
 
 class CachedRewriter(GraphRewriter):

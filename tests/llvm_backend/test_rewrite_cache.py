@@ -20,6 +20,7 @@ from pytensor.graph.fg import FunctionGraph
 from pytensor.graph.op import Op
 from pytensor.graph.rewriting.basic import MergeFeature, SequentialGraphRewriter
 from pytensor.graph.rewriting.db import RewriteDatabaseQuery
+from pytensor.graph.rewriting.utils import rewrite_graph
 from pytensor.graph.traversal import graph_inputs
 from pytensor.scalar import Composite
 from pytensor.tensor.rewriting.shape import ShapeFeature
@@ -338,6 +339,27 @@ def test_a_query_including_the_cache_tag_is_served_by_the_cache_with_the_rewrite
     assert isinstance(cached, CachedRewriter)
     stock = optdb.query(RewriteDatabaseQuery(include=["fast_compile"]))
     assert [r.name for r in cached.rewriter.data] == [r.name for r in stock.data]
+
+
+def test_rewrite_graph_through_the_cache_gives_pytensor_s_graph_and_leaves_a_function_graph_to_pytensor(cache):
+    x, y = pt.dvector("x"), pt.dscalar("y")
+
+    def logp():
+        return (pt.log(pt.exp(x)) * y - pt.log(pt.sigmoid(x))).sum() + 0 * y
+
+    want = rewrite_graph(logp(), include=("canonicalize", "stabilize"))
+    got = [
+        _outcomes_of(lambda: rewrite_cache.cached_rewrite_graph(logp(), include=("canonicalize", "stabilize")))
+        for _ in range(2)
+    ]
+    assert [outcome for _, outcome in got] == [{"stored": 1}, {"hit": 1}]
+    for graph, _ in got:
+        assert equal_computations([graph], [want])
+    values = {x: np.linspace(-3.0, 3.0, 7), y: 0.25}
+    np.testing.assert_allclose(got[1][0].eval(values), logp().eval(values), rtol=1e-12)
+    fgraph = FunctionGraph([x, y], [logp()], clone=False)
+    (result, outcome) = _outcomes_of(lambda: rewrite_cache.cached_rewrite_graph(fgraph, include=("canonicalize",)))
+    assert result is fgraph and outcome == {}
 
 
 def _random_walk(mode, seed):

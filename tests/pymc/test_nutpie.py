@@ -192,8 +192,9 @@ def test_pm_sample_with_the_llvm_mode_goes_through_the_rewrite_cache(tmp_path, m
 @pytest.mark.parametrize("make_model", [eight_schools, separate_scalars])
 def test_a_second_compile_pymc_model_takes_every_rewritten_graph_from_the_cache(tmp_path, monkeypatch, make_model):
     """PyMC's initial-point functions and nutpie's shape function (FAST_COMPILE, on the py linker while
-    `compile_pymc_model` runs) as well as the log density and expansion: with the rewritten graphs loaded, the
-    same initial points and shapes as stock nutpie's."""
+    `compile_pymc_model` runs), nutpie's rewrite of the log density before the gradient, and the log density and
+    expansion: with the rewritten graphs loaded, the same initial points, shapes and log density as stock
+    nutpie's."""
     monkeypatch.setattr(rewrite_cache.store, "DEFAULT", rewrite_cache.RewriteCache(tmp_path / "rewrites"))
     monkeypatch.delenv("LLVM_BACKEND_REWRITE_CACHE", raising=False)
     model = make_model()
@@ -202,11 +203,16 @@ def test_a_second_compile_pymc_model_takes_every_rewritten_graph_from_the_cache(
         before = dict(rewrite_cache.outcomes)
         compiled = llvm_backend.nutpie.compile_pymc_model(model)
         outcomes.append({k: v - before.get(k, 0) for k, v in rewrite_cache.outcomes.items() if v != before.get(k, 0)})
-    assert outcomes == [{"stored": 5}, {"hit": 5}]
+    assert outcomes == [{"stored": 6}, {"hit": 6}]
     reference = nutpie.compile_pymc_model(model, backend="numba")
     assert compiled._shapes == reference._shapes
     for seed in (0, 5):
         np.testing.assert_array_equal(compiled.initial_point_func(seed), reference.initial_point_func(seed))
+    point = np.random.default_rng(4).normal(scale=0.5, size=compiled.n_dim)
+    (code, logp, grad), (stock_code, stock_logp, stock_grad) = c_logp(compiled, point), c_logp(reference, point)
+    assert code == stock_code == 0
+    np.testing.assert_allclose(logp, stock_logp, rtol=1e-9)
+    np.testing.assert_allclose(grad, stock_grad, rtol=1e-9, atol=1e-12)
 
 
 @pytest.fixture

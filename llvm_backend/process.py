@@ -23,7 +23,6 @@ from collections.abc import Callable
 
 import llvmlite.binding as llvm
 import pytensor.compile.mode
-import pytensor.graph
 from pytensor.compile.executor import _pickle_Function
 from pytensor.compile.mode import Mode, optdb, predefined_linkers, predefined_modes
 from pytensor.link.numba.dispatch.basic import numba_funcify, numba_funcify_and_cache_key
@@ -512,17 +511,17 @@ TRACEBACKS_OF_COMPILE = ConfigChange(
 )
 
 
-REWRITE_GRAPH_THROUGH_CACHE = AttributeChange(
+REWRITE_GRAPH_THROUGH_CACHE = ImportedAttributeChange(
     "rewrite_graph_through_cache",
-    """``pytensor.graph.rewrite_graph`` is ``rewrite_cache.cached_rewrite_graph`` while
-    `llvm_backend.nutpie.compile_pymc_model` runs: nutpie reads it there to rewrite the log density before the
-    gradient (canonicalize and stabilize: 0.24 s of the 65-parameter regression's warm compile), which is then
-    loaded from the cache. Code reading the attribute meanwhile, in any thread, gets the same graphs, through the
-    cache; code that imported the function before (PyMC's ``rewrite_pregrad``) is not affected. Not applied on
-    import.""",
-    pytensor.graph,
+    """``pytensor.graph.rewrite_graph`` is itself through the rewrite cache
+    (``rewrite_cache.rewrite_graph_through_cache``) while `llvm_backend.nutpie.compile_pymc_model` runs: nutpie reads
+    it there to canonicalize and stabilize the log density before the gradient (0.24 s of the 65-parameter
+    regression's warm compile), which is then loaded from the cache. Code reading the attribute meanwhile, in any
+    thread, gets the same graphs, through the cache; code that imported the function before (PyMC's
+    ``rewrite_pregrad``) is not affected. Not applied on import.""",
+    "pytensor.graph",
     "rewrite_graph",
-    rewrite_cache.cached_rewrite_graph,
+    rewrite_cache.rewrite_graph_through_cache,
 )
 
 

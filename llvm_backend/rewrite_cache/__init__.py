@@ -28,7 +28,7 @@ Which queries it serves is decided in one place, `is_ours`: exactly those that i
 derived from it, PyMC's ``compile``, which rebuilds a plain ``Mode`` from the mode's linker and query,
 ``Mode(linker="llvm")``), and those including `CACHE_TAG`, which no rewrite is registered under: a mode on
 `CachedPerformLinker` (PyTensor's py linker requiring the tag) rewrites as on the py linker, through the cache, and
-`cached_rewrite_graph` is PyTensor's ``rewrite_graph`` through the cache.
+`rewrite_graph_through_cache` gives PyTensor's ``rewrite_graph`` through the cache.
 Importing the package makes `cached_query` PyTensor's ``optdb.query``
 (``rewrite_cache_query`` in ``llvm_backend.process``), which wraps such a query's rewriters in a `CachedRewriter`
 and returns every other query's as PyTensor builds them. The key includes the linker of the mode compiling the
@@ -47,10 +47,10 @@ from llvm_backend.rewrite_cache.rewriter import (
     CachedPerformLinker,
     CachedRewriter,
     cached_query,
-    cached_rewrite_graph,
     enabled,
     is_ours,
     outcomes,
+    rewrite_graph_through_cache,
 )
 from llvm_backend.rewrite_cache.store import MAX_BYTES, MAX_ENTRIES, RewriteCache
 
@@ -63,11 +63,11 @@ __all__ = [
     "RewriteCache",
     "Uncacheable",
     "cached_query",
-    "cached_rewrite_graph",
     "enabled",
     "graph_key",
     "is_ours",
     "outcomes",
+    "rewrite_graph_through_cache",
     "rewriter_fingerprint",
     "store",
 ]

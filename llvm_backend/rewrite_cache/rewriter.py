@@ -1,10 +1,12 @@
 """The rewriter wrapper: `CachedRewriter` serves a compile from the store or rewrites and stores, and
 `cached_query`, ``optdb.query`` from import on, puts it on every query that `is_ours`."""
 
+import functools
 import logging
 import os
 import sys
 from collections import Counter
+from collections.abc import Callable
 
 from pytensor.compile.mode import optdb
 from pytensor.graph.fg import FunctionGraph
@@ -26,10 +28,10 @@ __all__ = [
     "CachedPerformLinker",
     "CachedRewriter",
     "cached_query",
-    "cached_rewrite_graph",
     "enabled",
     "is_ours",
     "outcomes",
+    "rewrite_graph_through_cache",
 ]
 
 _logger = logging.getLogger(__name__)
@@ -88,13 +90,19 @@ def cached_query(*tags, **kwargs) -> GraphRewriter:
     return sequence
 
 
-def cached_rewrite_graph(graph, include=("canonicalize",), custom_rewrite=None, clone=False, **kwargs):
-    """PyTensor's ``rewrite_graph``, its query served by the cache (with `CACHE_TAG`) when ``graph`` is variables:
-    it builds their graph itself, which nothing else watches. A ``FunctionGraph`` given, whose features may
-    watch each replacement, is rewritten as PyTensor does."""
-    if not isinstance(graph, FunctionGraph):
-        include = (*include, CACHE_TAG)
-    return rewrite_graph(graph, include=include, custom_rewrite=custom_rewrite, clone=clone, **kwargs)
+def rewrite_graph_through_cache(rewrite_graph: Callable = rewrite_graph) -> Callable:
+    """PyTensor's ``rewrite_graph`` (or a function of its signature calling it, ``rewrite_graph``), its query
+    served by the cache (with `CACHE_TAG`) when the graph given is variables: it builds their graph itself, which
+    nothing else watches. A ``FunctionGraph`` given, whose features may watch each replacement, is rewritten as
+    PyTensor does."""
+
+    @functools.wraps(rewrite_graph)
+    def through_cache(graph, include=("canonicalize",), custom_rewrite=None, clone=False, **kwargs):
+        if not isinstance(graph, FunctionGraph):
+            include = (*include, CACHE_TAG)
+        return rewrite_graph(graph, include=include, custom_rewrite=custom_rewrite, clone=clone, **kwargs)
+
+    return through_cache
 
 
 class CachedRewriter(GraphRewriter):

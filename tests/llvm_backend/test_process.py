@@ -186,6 +186,22 @@ def test_a_config_change_sets_the_flag_to_the_value_read_when_applied_and_puts_b
     assert config.traceback__limit == limit
 
 
+def test_rewrite_graph_through_the_cache_wraps_what_pytensor_graph_holds_and_puts_it_back():
+    import pytensor.graph
+
+    held = pytensor.graph.rewrite_graph
+    change = process.REWRITE_GRAPH_THROUGH_CACHE
+    assert change.apply()
+    try:
+        assert pytensor.graph.rewrite_graph is not held
+        assert pytensor.graph.rewrite_graph.__wrapped__ is held
+        x = pt.dvector("x")
+        np.testing.assert_allclose(pytensor.graph.rewrite_graph(pt.log(pt.exp(x)).sum()).eval({x: np.arange(3.0)}), 3.0)
+    finally:
+        assert change.revert()
+    assert pytensor.graph.rewrite_graph is held
+
+
 def test_changes_made_together_apply_in_order_and_revert_in_reverse():
     table, made = {}, []
 

@@ -28,19 +28,21 @@ Which queries it serves is decided in one place, `is_ours`: exactly those that i
 derived from it, PyMC's ``compile``, which rebuilds a plain ``Mode`` from the mode's linker and query,
 ``Mode(linker="llvm")``), and those including `CACHE_TAG`, which no rewrite is registered under: a mode on
 `CachedPerformLinker` (PyTensor's py linker requiring the tag) rewrites as on the py linker, through the cache, and
-`rewrite_graph_through_cache` gives PyTensor's ``rewrite_graph`` through the cache.
+`rewrite_graph_through_cache` gives PyTensor's ``rewrite_graph`` through the cache. ``gradient`` stores
+gradients: `grad_through_cache` gives ``pytensor.grad`` through the cache.
 Importing the package makes `cached_query` PyTensor's ``optdb.query``
 (``rewrite_cache_query`` in ``llvm_backend.process``), which wraps such a query's rewriters in a `CachedRewriter`
 and returns every other query's as PyTensor builds them. The key includes the linker of the mode compiling the
 graph.
 
 The layers, one module each: ``fingerprint`` (what identifies code, classes, rewriters and flags), ``keys``
-(the key of a graph), ``install`` (a stored graph put in place), ``store`` (the files on disk) and
-``rewriter`` (`CachedRewriter`, `cached_query` and `is_ours`).
+(the key of a graph), ``install`` (a stored graph put in place), ``store`` (the files on disk),
+``rewriter`` (`CachedRewriter`, `cached_query` and `is_ours`) and ``gradient`` (`grad_through_cache`).
 """
 
 from llvm_backend.rewrite_cache import store
 from llvm_backend.rewrite_cache.fingerprint import rewriter_fingerprint
+from llvm_backend.rewrite_cache.gradient import grad_through_cache
 from llvm_backend.rewrite_cache.keys import Uncacheable, graph_key
 from llvm_backend.rewrite_cache.rewriter import (
     CACHE_TAG,
@@ -64,6 +66,7 @@ __all__ = [
     "Uncacheable",
     "cached_query",
     "enabled",
+    "grad_through_cache",
     "graph_key",
     "is_ours",
     "outcomes",

@@ -37,9 +37,9 @@ __all__ = [
 _logger = logging.getLogger(__name__)
 
 outcomes: Counter = Counter()
-"""How many graphs this process's `CachedRewriter`s found in their cache ("hit"), rewrote and stored
-("stored"), rewrote without storing ("not stored": the rewritten graph could not be pickled or put back) or
-could not key ("uncacheable")."""
+"""How many graphs this process's `CachedRewriter`s (and gradients, ``gradient.grad_through_cache``) found in
+their cache ("hit"), rewrote and stored ("stored"), rewrote without storing ("not stored": the rewritten graph
+could not be pickled or put back) or could not key ("uncacheable")."""
 
 
 def enabled() -> bool:

@@ -360,6 +360,64 @@ def test_rewrite_graph_through_the_cache_gives_pytensor_s_graph_and_leaves_a_fun
     assert result is fgraph and outcome == {}
 
 
+def _cost():
+    x, sigma = pt.dvector("x"), pt.dscalar("sigma")
+    data = pytensor.shared(np.linspace(-1.0, 1.0, 5), name="data")
+    return [x, sigma], (-0.5 * ((data - x) / pt.exp(sigma)) ** 2 - sigma).sum() + pt.log1p(pt.exp(x)).sum()
+
+
+def test_a_gradient_through_the_cache_is_pytensor_s_built_on_the_caller_s_cost(cache):
+    through_cache = rewrite_cache.grad_through_cache(pytensor.grad)
+    results = []
+    for _ in range(2):
+        (wrt, cost) = _cost()
+        grads, outcome = _outcomes_of(lambda: through_cache(cost, wrt))
+        results.append((wrt, cost, grads, outcome))
+    assert [outcome for *_, outcome in results] == [{"stored": 1}, {"hit": 1}]
+    wrt, cost, grads, _ = results[1]
+    want = pytensor.grad(cost, wrt)
+    assert equal_computations(grads, want)
+    # built on the caller's own cost graph: the gradient's nodes read the cost's nodes, not copies of them
+    cost_nodes = set(rewrite_cache.keys.toposort(wrt, [cost]))
+    read = {var.owner for node in rewrite_cache.keys.toposort(wrt, grads) for var in node.inputs if var.owner}
+    assert read & cost_nodes
+    data = next(var for var in graph_inputs([cost]) if var.name == "data")
+    assert _key([*wrt, data], [cost, *grads]) == _key([*wrt, data], [cost, *want])
+    values = [np.array([0.3, -0.2, 0.1, 0.0, 0.4]), 0.2]
+    compare_llvm_numba_and_py(wrt, [cost, *grads], values)
+
+
+def test_a_gradient_through_the_cache_keeps_pytensor_s_result_type_and_serves_only_the_plain_call(cache):
+    through_cache = rewrite_cache.grad_through_cache(pytensor.grad)
+    (x, sigma), cost = _cost()
+    stored, outcome = _outcomes_of(lambda: through_cache(cost, (x, sigma)))
+    assert isinstance(stored, tuple) and outcome == {"stored": 1}
+    hit, outcome = _outcomes_of(lambda: through_cache(cost, (x, sigma)))
+    assert isinstance(hit, tuple) and outcome == {"hit": 1}
+    term = cost.owner.inputs[0]
+    for args, kwargs in (((x,), {}), (([x],), {"disconnected_inputs": "ignore"}), (([term],), {})):
+        grads, outcome = _outcomes_of(lambda: through_cache(cost, *args, **kwargs))
+        assert outcome == {}
+        want = pytensor.grad(cost, *args, **kwargs)
+        assert equal_computations(*(list(g) if isinstance(g, list) else [g] for g in (grads, want)))
+    assert len(cache.entries()) == 1
+
+
+def test_a_stored_gradient_that_does_not_fit_the_cost_is_removed_and_the_gradient_built(cache, caplog):
+    through_cache = rewrite_cache.grad_through_cache(pytensor.grad)
+    wrt, cost = _cost()
+    through_cache(cost, wrt)
+    (path,) = cache.entries()
+    stored_inputs, outputs, destroy = pickle.loads(path.read_bytes())
+    path.write_bytes(pickle.dumps((stored_inputs[:1], outputs, destroy)))
+    wrt, cost = _cost()
+    with caplog.at_level(logging.WARNING):
+        grads, outcome = _outcomes_of(lambda: through_cache(cost, wrt))
+    assert outcome == {"stored": 1}
+    assert "not used" in caplog.text
+    assert equal_computations(grads, pytensor.grad(cost, wrt))
+
+
 def _random_walk(mode, seed):
     """Two calls of a FAST_COMPILE function whose random variable PyMC's rewrite makes in place, and whose
     generator the function updates."""

@@ -400,7 +400,7 @@ def _progress(message: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     """``python -m llvm_backend_bench.pymc_limit``: `measure_calls` on each model, the table to stdout, progress to
     stderr, and with ``--json FILE`` the rows as `llvm-backend bench` writes its own (versions, footnote, cases,
-    results)."""
+    results), in FILE's directory, made if missing."""
     from llvm_backend_bench.run import FULL_ROUNDS, _versions
 
     import llvm_backend  # noqa: F401  (registers the LLVM mode)
@@ -421,6 +421,7 @@ def main(argv: list[str] | None = None) -> int:
     print(format_calls_table(results))  # noqa: T201
     if args.json is not None:
         payload = {"versions": _versions(), "footnote": CALL_FOOTNOTE, "cases": cases, "results": as_json(results)}
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(payload, indent=2) + "\n")
         _progress(f"wrote {args.json}")
     return 0

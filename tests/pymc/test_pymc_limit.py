@@ -146,7 +146,7 @@ def test_the_reference_as_jit_fn_returns_what_jit_fn_returns(name):
 
 
 def test_the_command_prints_the_table_and_writes_json(tmp_path, capsys):
-    out = tmp_path / "calls.json"
+    out = tmp_path / "run" / "calls.json"
     assert main(["--model", "eight_schools", "--rounds", "1", "--json", str(out)]) == 0
     table = capsys.readouterr().out
     assert "| pymc_limit/eight_schools | LLVM jit_fn |" in table and "| pymc_limit/eight_schools | @njit |" in table

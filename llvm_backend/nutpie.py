@@ -177,7 +177,7 @@ def compile_pymc_model(
     It runs with the garbage collector paced (`paced_collections`) and with `COMPILE_PYMC_MODEL_CHANGES`:
     FAST_COMPILE, in which PyMC and nutpie compile the initial-point and shape functions, on PyTensor's py linker
     through the rewrite cache; the graphs PyMC and nutpie build keeping the tracebacks PyTensor keeps while it
-    compiles; and nutpie's rewrite of the log density before its gradient through the rewrite cache. Raises
+    compiles; and nutpie's rewrite of the log density and its gradient through the rewrite cache. Raises
     ``RuntimeError`` naming the installed nutpie when its internals are not those this was written against
     (`NUTPIE_INTERNALS`).
     """

@@ -5,7 +5,7 @@ the two: on the 65-parameter regression that graph building took 0.19 s of a war
 code the cache and numba's load. `grad_through_cache` keys the cost's graph (`graph_key`, with which of its inputs
 the gradient is taken) and, on a hit, builds the stored gradient's graph on the caller's own cost graph, node for
 node: the same graph ``pytensor.grad`` builds, which keys alike downstream. Only the plain call is served
-(``grad(cost, wrt)`` with ``wrt`` a list of the cost's inputs); any other is PyTensor's.
+(``grad(cost, wrt)`` with ``wrt`` a list or tuple of the cost's inputs); any other is PyTensor's.
 """
 
 import functools

@@ -16,21 +16,19 @@ compiled code numba keeps. Everything else the package does is confined to its o
 using its linker.
 """
 
-import copyreg
 import importlib.abc
 import sys
 from collections.abc import Callable
 
 import llvmlite.binding as llvm
 import pytensor.compile.mode
-from pytensor.compile.executor import _pickle_Function
 from pytensor.compile.mode import Mode, optdb, predefined_linkers, predefined_modes
 from pytensor.link.numba.dispatch.basic import numba_funcify, numba_funcify_and_cache_key
 from pytensor.scalar.basic import Composite
 
 from llvm_backend import rewrite_cache
 from llvm_backend.builtins import powi_symbols
-from llvm_backend.function import LLVMFunction, function_maker
+from llvm_backend.function import function_maker
 from llvm_backend.linker import REWRITE_TAG
 from llvm_backend.lowerings.composite import numba_funcify_Composite, numba_funcify_Composite_without_key
 from llvm_backend.mode import (
@@ -418,14 +416,6 @@ CHANGES: tuple[Change, ...] = (
         Mode,
         "function_maker",
         property(function_maker),
-    ),
-    EntryChange(
-        "pickle_llvm_function",
-        """``copyreg.dispatch_table[LLVMFunction]`` is PyTensor's pickling of a `Function`, which copyreg keys by the
-        exact class: the LLVM mode's functions pickle as PyTensor's do. Only pickling an `LLVMFunction` sees it.""",
-        copyreg.dispatch_table,
-        LLVMFunction,
-        _pickle_Function,
     ),
     ImportedAttributeChange(
         "pymc_nutpie_on_llvm",

@@ -3,6 +3,7 @@
 input cells and shared variables as stock's call does, and hands every call it does not take to PyTensor's."""
 
 import copy
+import copyreg
 import pickle
 import sys
 import threading
@@ -269,6 +270,24 @@ def test_the_lean_call_is_written_again_only_when_an_attribute_it_is_written_for
     fn.trust_input = True
     assert fn.lean_call is not written
     assert fn.trust_input is True
+    assert type(fn).__call__ is fn.lean_call.__func__
+
+
+def test_each_function_is_of_a_class_of_its_own_whose_call_is_its_lean_call():
+    x = pt.dvector("x")
+    first, second = (pytensor.function([x], x * k, mode="LLVM") for k in (2, 3))
+    for fn in (first, second):
+        assert type(fn).__bases__ == (LLVMFunction,) and type(fn).__name__ == "LLVMFunction"
+        assert type(fn).__call__ is fn.lean_call.__func__
+        assert fn.lean_call.__func__.__name__ == "first_call"
+    assert type(first) is not type(second)
+    np.testing.assert_array_equal(first(np.ones(2)), [2.0, 2.0])
+    np.testing.assert_array_equal(second(np.ones(2)), [3.0, 3.0])
+    for fn in (first, second):
+        assert fn.lean_call.__func__.__name__ == "lean_call"
+        assert type(fn).__call__ is fn.lean_call.__func__
+    assert LLVMFunction not in copyreg.dispatch_table
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(first))(np.ones(2)), [2.0, 2.0])
 
 
 def test_python_values_are_filtered_as_stock(pytensor_calls):
@@ -465,6 +484,7 @@ def test_pickled_and_copied_functions_take_their_own_lean_call(pytensor_calls):
     for function in (loaded, copied, swapped):
         assert isinstance(function, LLVMFunction)
         assert function.lean_call.__self__ is function
+        assert type(function) is not type(fn) and type(function).__call__ is function.lean_call.__func__
     _assert_same(loaded(2.0), [np.array(1.0), np.array(3.0)], "unpickled")
     _assert_same(copied(2.0), [np.array(1.0), np.array(3.0)], "copied, sharing the shared variable")
     assert s.get_value() == 3.0

@@ -424,8 +424,8 @@ class LLVMFunction(Function):
 
 class LLVMFunctionMaker(FunctionMaker):
     """PyTensor's `FunctionMaker`, making `LLVMFunction`\\ s unless told otherwise (``Function.copy`` passes
-    the class of the function it copies). Its rewriting (in ``__init__``) and its linking (``create``) run with
-    the garbage collector paced (`paced_collections`)."""
+    the class its maker was given, not the function's own class). Its rewriting (in ``__init__``) and its linking
+    (``create``) run with the garbage collector paced (`paced_collections`)."""
 
     def __init__(self, *args, function_class=LLVMFunction, **kwargs):
         with paced_collections():

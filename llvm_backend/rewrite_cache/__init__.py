@@ -7,19 +7,21 @@ and, when an earlier process stored the rewritten graph under that key, puts tha
 rewriting.
 
 The key covers what the rewritten graph depends on: every node's op and every variable's type (their
-pickled state, and their classes' package versions, or code when no distribution provides them), the
-graph's structure, names and constants' values, which inputs the function protects from in-place rewrites
-and its updates; the rewriters the query resolved to (their order, names, settings and the code of their
-functions); the PyTensor flags that steer rewriting; and the versions of Python, PyTensor, numpy, numba,
-llvmlite and of this package (the hash of its source: an editable install's version does not change with
-it). A graph holding something that cannot be keyed (an op that cannot be pickled) is rewritten as usual
-and not stored. An op whose pickled state holds a set of strings keys differently from process to process
-(string hashing varies), which costs a miss, never a wrong hit.
+pickled state, their classes' package versions, and the code they run where no versioned distribution names it:
+an ``as_op`` function or an Op defined in a script is keyed by its code and the module globals it reads, see
+`fingerprint`), the graph's structure, names and constants' values, which inputs the function protects from
+in-place rewrites and its updates; the rewriters the query resolved to (their order, names, settings and the code
+of their functions); every PyTensor flag but those known not to change a rewritten graph
+(`fingerprint.UNKEYED_FLAGS`); and the versions of Python, PyTensor, numpy, numba, llvmlite and of this package
+(the hash of its source). A graph holding something that cannot be keyed (an op that
+cannot be pickled, a global that cannot) is rewritten as usual and not stored. An op whose pickled state holds a
+set of strings keys differently from process to process (string hashing varies), which costs a miss, never a
+wrong hit.
 
-What is stored is the rewritten graph itself, pickled; an entry that cannot be put in place is removed and
-the graph rewritten. Entries live in PyTensor's ``compiledir``
-(``llvm_backend_rewrites``), at most `MAX_ENTRIES` of them and `MAX_BYTES` in all, the least recently used
-removed first.
+What is stored is the rewritten graph itself, pickled with its key, which loading compares; an entry that cannot
+be put in place is removed and the graph rewritten. A cache that cannot be written is read without writing.
+Entries live in PyTensor's ``compiledir`` (``llvm_backend_rewrites``), at most `MAX_ENTRIES` of them and
+`MAX_BYTES` in all, the least recently used removed first.
 ``LLVM_BACKEND_REWRITE_CACHE=0`` in the environment turns the cache off; ``llvm-backend cache clear``
 empties it.
 

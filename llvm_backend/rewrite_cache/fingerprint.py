@@ -1,50 +1,87 @@
-"""What identifies code and settings across processes: packages, classes, functions, rewriters, flags.
+"""What identifies code and settings across processes: packages, classes, functions, values, rewriters, flags.
 
 Each identity is a string that is equal in two processes exactly when the code it names is; the rewrite cache
-keys graphs (`keys`) and rewriters with them.
+keys graphs (`keys`) and rewriters with them. Code of an installed, versioned distribution is named by its
+version; code of no distribution (a script, a notebook, a test file) and of an editable install changes without a
+version, so it is named by what it is: a function by its code, its defaults and closure and the values of the
+module globals it reads, a class by its functions; this package by the hash of its source. What cannot be named so
+(a global that cannot be pickled, a module without a file) raises `Uncacheable`: the graph is then not cached.
 """
 
+import functools
 import hashlib
 import importlib.metadata
 import importlib.util
+import io
+import pickle
+import site
 import sys
+import sysconfig
+import threading
 import types
 from pathlib import Path
 
 import numpy as np
 from pytensor import config
 from pytensor.graph.rewriting.basic import Rewriter
+from pytensor.misc.frozendict import frozendict
 
 __all__ = [
     "OWN_PACKAGES",
+    "UNKEYED_FLAGS",
+    "Uncacheable",
     "class_identity",
     "digest",
     "flags",
     "function_identity",
     "package_identity",
     "rewriter_fingerprint",
+    "state_identity",
+    "value_identity",
     "versions",
 ]
 
 OWN_PACKAGES = ("llvm_backend", "llvm_backend_intrinsics")
 """This project's top-level packages: their identity is the hash of their source."""
 
-FLAG_PREFIXES = (
-    "floatX",
-    "cast_policy",
-    "optimizer",
-    "optdb__",
-    "tensor__",
-    "scan__",
-    "numba__",
-    "cycle_detection",
-    "check_stack_trace",
-    "on_opt_error",
-    "on_shape_error",
-    "compute_test_value",
-    "openmp",
+UNKEYED_FLAGS = (
+    "DebugMode__",
+    "NanGuardMode__",
+    "allow_gc",
+    "base_compiledir",
+    "check_input",
+    "cmodule__",
+    "compile__",
+    "compiledir",
+    "compiledir_format",
+    "compiler_verbose",
+    "exception_verbosity",
+    "linker",
+    "mode",
+    "nocleanup",
+    "on_unused_input",
+    "optimizer_verbose",
+    "optimizer_verbose_ignore",
+    "print_global_stats",
+    "profile",
+    "profile_memory",
+    "profile_optimizer",
+    "profiling__",
+    "traceback__",
+    "unpickle_function",
 )
-"""PyTensor flags that steer rewriting (or what our linker makes of the graph); their values are keyed."""
+"""The PyTensor flags known not to change a rewritten graph, by name, or by section when ending in ``__``: where
+compiled code and reports go, how errors, profiles and tracebacks are shown, what other modes check, and the
+default mode and linker (PyTensor sets ``mode`` to the mode compiling; a compile's own mode is keyed by its rewriter
+and linker). Every other flag's value is keyed, a flag PyTensor adds included."""
+
+
+def _unkeyed(flag: str) -> bool:
+    return any(flag == name or (name.endswith("__") and flag.startswith(name)) for name in UNKEYED_FLAGS)
+
+
+class Uncacheable(Exception):
+    """The graph (or the rewriter) holds something the key cannot describe."""
 
 
 def digest(*parts: bytes) -> str:
@@ -60,29 +97,53 @@ _package_identities: dict[str, str] = {}
 _distributions: dict[str, list[str]] | None = None
 
 
-def _own_source_hash() -> str:
-    """The hash of every module of `OWN_PACKAGES`, each named by its package and path within it (the folder of
+def _source_hash(packages) -> str:
+    """The hash of every module of ``packages``, each named by its package and path within it (the folder of
     an installed package need not bear its name: ``llvm_backend_intrinsics`` is ``intrinsics/``)."""
     named = []
-    for package in OWN_PACKAGES:
+    for package in packages:
         folder = Path(importlib.util.find_spec(package).origin).parent
         named += [(f"{package}/{p.relative_to(folder).as_posix()}", p) for p in folder.rglob("*.py")]
     return digest(*(name.encode() + b"\0" + p.read_bytes() for name, p in sorted(named)))
 
 
+@functools.cache
+def _site_folders() -> tuple[Path, ...]:
+    """The folders installed distributions live in."""
+    paths = sysconfig.get_paths()
+    folders = {paths["purelib"], paths["platlib"], *site.getsitepackages()}
+    return tuple(Path(folder).resolve() for folder in folders)
+
+
+def _installed(top: str) -> bool:
+    """Whether top-level module ``top`` is a copy installed in site-packages: not a script, a notebook's
+    module, a folder on ``sys.path`` or an editable install, whose code changes without a version."""
+    module = sys.modules.get(top)
+    file = getattr(module, "__file__", None)
+    if file is None:
+        try:
+            spec = importlib.util.find_spec(top)
+        except (ImportError, ValueError):
+            return False
+        file = spec.origin if spec is not None else None
+    return file is not None and any(Path(file).resolve().is_relative_to(folder) for folder in _site_folders())
+
+
 def package_identity(module: str) -> str:
     """What identifies the code of ``module``'s top-level package: its ``__version__``, else its
-    distributions' versions (this package: the hash of its source, as an editable install's version does not
-    change with it); ``""`` for a module of no installed distribution (a script, a test file)."""
+    distributions' versions; the hash of its source for this package; ``""`` for code that changes without a
+    version (a script, a test file, an editable install: `_installed`), named by its code instead."""
     global _distributions
     top = module.partition(".")[0]
     identity = _package_identities.get(top)
     if identity is None:
         version = getattr(sys.modules.get(top), "__version__", None)
         if top in OWN_PACKAGES:
-            identity = _own_source_hash()
+            identity = f"{top}@source:{_source_hash(OWN_PACKAGES)}"
         elif top in sys.stdlib_module_names or top == "builtins":
             identity = "python"  # its version is keyed on its own
+        elif not _installed(top):
+            identity = ""
         elif isinstance(version, str):
             identity = f"{top}=={version}"
         else:
@@ -113,13 +174,71 @@ def code_hash(code: types.CodeType) -> str:
     return digest(*parts)
 
 
+def _names_read(code: types.CodeType) -> set[str]:
+    """The names ``code`` and the code nested in it look up (globals among them)."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _names_read(const)
+    return names
+
+
+_walking = threading.local()
+
+
+def _once(obj, identify) -> str:
+    """``identify()``, or a placeholder when ``obj`` is being identified already further up (a method whose
+    ``super()`` cell holds its class, a function reading itself)."""
+    walking = _walking.__dict__.setdefault("ids", set())
+    if id(obj) in walking:
+        return f"<cycle {getattr(obj, '__qualname__', type(obj).__qualname__)}>"
+    walking.add(id(obj))
+    try:
+        return identify()
+    finally:
+        walking.discard(id(obj))
+
+
+def _cell_identity(cell) -> str:
+    try:
+        return value_identity(cell.cell_contents)
+    except ValueError:  # a cell not filled yet
+        return "<empty cell>"
+
+
+def _what_user_code_reads(function: types.FunctionType) -> str:
+    """A digest of what a function of no distribution depends on beyond its code: its defaults, its closure's
+    values and the values of the module globals it reads."""
+    cells = [_cell_identity(cell) for cell in function.__closure__ or ()]
+    read = sorted(name for name in _names_read(function.__code__) if name in function.__globals__)
+    parts = [
+        value_identity(function.__defaults__),
+        value_identity(function.__kwdefaults__),
+        *cells,
+        *(f"{name}={value_identity(function.__globals__[name])}" for name in read),
+    ]
+    return digest(*(part.encode() for part in parts))
+
+
+_function_identities: dict = {}
+
+
 def function_identity(function) -> str:
-    """``function``'s qualified name, its package's identity and its code's hash."""
+    """``function``'s qualified name, its package's identity and its code's hash; for a function of no
+    distribution, also what it reads (`_what_user_code_reads`), which may change between two calls."""
     function = getattr(function, "__func__", function)
     module = getattr(function, "__module__", None) or ""
-    name = f"{module}.{getattr(function, '__qualname__', type(function).__qualname__)}"
     code = getattr(function, "__code__", None)
-    return f"{name}@{package_identity(module)}@{code_hash(code) if code is not None else ''}"
+    cached = _function_identities.get(function)
+    if cached is not None and cached[0] is code:
+        return cached[1]
+    name = f"{module}.{getattr(function, '__qualname__', type(function).__qualname__)}"
+    package = package_identity(module)
+    identity = f"{name}@{package}@{code_hash(code) if code is not None else ''}"
+    if package or code is None:
+        _function_identities[function] = (code, identity)
+        return identity
+    return _once(function, lambda: f"{identity}@{_what_user_code_reads(function)}")
 
 
 _class_identities: dict[type, str] = {}
@@ -127,44 +246,137 @@ _class_identities: dict[type, str] = {}
 
 def class_identity(cls: type) -> str:
     """The class's name and package identity; for a class of no distribution (defined in a script), the
-    code of every function in its MRO from such modules too."""
+    identity of every function in its MRO from such modules too, which may change between two calls."""
     identity = _class_identities.get(cls)
-    if identity is None:
-        parts = [f"{cls.__module__}.{cls.__qualname__}@{package_identity(cls.__module__)}"]
-        for klass in cls.__mro__:
-            if klass is not object and not package_identity(klass.__module__):
-                for name, value in sorted(vars(klass).items()):
-                    value = getattr(value, "__func__", value)
-                    if isinstance(value, types.FunctionType):
-                        parts.append(f"{name}:{code_hash(value.__code__)}")
-        identity = _class_identities[cls] = ";".join(parts)
-    return identity
+    if identity is not None:
+        return identity
+    name = f"{cls.__module__}.{cls.__qualname__}@{package_identity(cls.__module__)}"
+    user_classes = [klass for klass in cls.__mro__ if klass is not object and not package_identity(klass.__module__)]
+    if not user_classes:
+        _class_identities[cls] = name
+        return name
+
+    def of_user_code() -> str:
+        parts = [name]
+        for klass in user_classes:
+            for attribute, value in sorted(vars(klass).items()):
+                value = getattr(value, "__func__", value)
+                if isinstance(value, types.FunctionType):
+                    parts.append(f"{attribute}:{function_identity(value)}")
+        return ";".join(parts)
+
+    return _once(cls, of_user_code)
+
+
+def _module_identity(module: types.ModuleType) -> str:
+    """A module's package identity, or for a module of no distribution the hash of its file."""
+    package = package_identity(module.__name__)
+    if package:
+        return f"module {module.__name__}@{package}"
+    file = getattr(module, "__file__", None)
+    if file is None:
+        raise Uncacheable(f"module {module.__name__} has no file to identify it by")
+    return f"module {module.__name__}:{digest(Path(file).read_bytes())}"
+
+
+def value_identity(value) -> str:
+    """What identifies ``value`` (a global a function reads, a default, a closure's cell): atoms by ``repr``,
+    arrays by their bytes, code by `function_identity` and `class_identity`, containers by their items, and any
+    other object by its pickled state (`state_identity`)."""
+    if value is None or isinstance(value, bool | int | float | complex | str | bytes):
+        return repr(value)
+    if isinstance(value, np.ndarray | np.generic) and not value.dtype.hasobject:
+        return f"array {value.dtype.str} {np.shape(value)}:{digest(np.ascontiguousarray(value).tobytes())}"
+    if isinstance(value, types.ModuleType):
+        return _module_identity(value)
+    if isinstance(value, type):
+        return class_identity(value)
+    if isinstance(value, types.FunctionType | types.MethodType | types.BuiltinFunctionType):
+        bound = getattr(value, "__self__", None)
+        owner = "" if bound is None or isinstance(bound, types.ModuleType) else f" of {value_identity(bound)}"
+        return function_identity(value) + owner
+    if isinstance(value, functools.partial):
+        return f"partial({value_identity(value.func)},{value_identity(value.args)},{value_identity(value.keywords)})"
+    if type(value) in (list, tuple):
+        return f"{type(value).__name__}({','.join(map(value_identity, value))})"
+    if type(value) in (set, frozenset):
+        return f"{type(value).__name__}({','.join(sorted(map(value_identity, value)))})"
+    if type(value) is dict:
+        items = sorted(f"{value_identity(k)}:{value_identity(v)}" for k, v in value.items())
+        return f"dict({','.join(items)})"
+    return _once(value, lambda: state_identity(value))
+
+
+class _StatePickler(pickle.Pickler):
+    """Pickles what an object is, not what it cached nor which objects it shares: a `frozendict` (an Elemwise's
+    ``inplace_pattern``) as its items, without the hash it stores once it has been hashed; and, without pickle's
+    memo (``fast``), an object met twice written twice, so an op made by PyTensor (whose name is the very string
+    its ``__dict__`` uses as a key) and the same op unpickled from the cache have one state. An object holding
+    itself cannot be pickled so (``ValueError``), and is `Uncacheable`.
+
+    Pickle names classes and functions by module and name, and an object's ``__reduce__`` may name nothing else
+    (``as_op``'s ``FromFunctionOp`` pickles as the module and name of its function): ``code`` collects the
+    identity of every class and function met, and of the functions held among the attributes of an object met
+    whose class reduces it its own way."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.code: set[str] = set()
+
+    def reducer_override(self, obj):
+        if type(obj) is frozendict:
+            return frozendict, (dict(obj),)
+        if isinstance(obj, type):
+            self.code.add(class_identity(obj))
+        elif isinstance(obj, types.FunctionType | types.BuiltinFunctionType | types.MethodType | functools.partial):
+            self.code.add(value_identity(obj))
+        elif type(obj).__reduce__ is not object.__reduce__ and type(getattr(obj, "__dict__", None)) is dict:
+            # A reduction of its own may leave out what the object runs; pickle saves any other object's state.
+            for value in vars(obj).values():
+                if isinstance(value, types.FunctionType | types.MethodType | functools.partial):
+                    self.code.add(value_identity(value))
+        return NotImplemented
+
+
+def state_identity(obj) -> str:
+    """What identifies ``obj`` by its state: its class's identity, the digest of its pickle (`_StatePickler`)
+    and the identities of the code it names; `Uncacheable` when it cannot be pickled."""
+    buffer = io.BytesIO()
+    pickler = _StatePickler(buffer, protocol=4)
+    pickler.fast = True
+    try:
+        pickler.dump(obj)
+    except Uncacheable:
+        raise
+    except Exception as error:
+        raise Uncacheable(f"{obj!r} cannot be pickled: {error}") from error
+    return f"{class_identity(type(obj))}:{digest(buffer.getvalue(), *(c.encode() for c in sorted(pickler.code)))}"
 
 
 def versions(layout: int) -> str:
     """The versions of Python and of the packages a rewritten graph depends on, and ``layout``, the
     version of what is stored."""
-    import llvmlite
-    import numba
-    import pytensor
+    packages = ("pytensor", "numpy", "numba", "llvmlite", __name__)
+    return repr((layout, sys.version, *map(package_identity, packages)))
 
-    return repr(
-        (
-            layout,
-            sys.version,
-            pytensor.__version__,
-            np.__version__,
-            numba.__version__,
-            llvmlite.__version__,
-            package_identity(__name__),
-        )
-    )
+
+def _flag_value(name: str) -> str:
+    """The flag's value; for a flag whose default PyTensor computes on first read by probing the machine
+    (``blas__ldflags``) and which nothing has read, that it was not read: the rewrites that read one
+    compute it then, so two processes on one machine key alike, and the cache computes none of them itself."""
+    param = config._config_var_dict[name]
+    if not hasattr(param, "val") and callable(param.default):
+        try:
+            return config.fetch_val_for_key(name)
+        except KeyError:
+            return "<default, not computed>"
+    return str(getattr(config, name))
 
 
 def flags() -> str:
-    """The values of the PyTensor flags that steer rewriting."""
-    names = sorted(name for name in config._config_var_dict if name.startswith(FLAG_PREFIXES))
-    return repr([(name, str(getattr(config, name))) for name in names])
+    """The values of every PyTensor flag but those `UNKEYED_FLAGS` names."""
+    names = sorted(name for name in config._config_var_dict if not _unkeyed(name))
+    return repr([(name, _flag_value(name)) for name in names])
 
 
 def rewriter_fingerprint(rewriter: Rewriter) -> str:

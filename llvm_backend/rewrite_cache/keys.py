@@ -1,23 +1,15 @@
 """The key of a graph's rewritten form: its ops, types, structure and constants, the rewriter, the flags and
 the versions it depends on (see the package's docstring for what it covers)."""
 
-import io
-import pickle
-
 import numpy as np
 from pytensor.graph.basic import Constant
-from pytensor.misc.frozendict import frozendict
 
-from llvm_backend.rewrite_cache.fingerprint import class_identity, digest, flags, versions
+from llvm_backend.rewrite_cache.fingerprint import Uncacheable, class_identity, digest, flags, state_identity, versions
 
 __all__ = ["FORMAT", "Uncacheable", "graph_key", "input_protection", "toposort"]
 
-FORMAT = 1
+FORMAT = 2
 """The layout of a key and an entry; changing either changes this."""
-
-
-class Uncacheable(Exception):
-    """The graph (or the rewriter) holds something the key cannot describe."""
 
 
 def input_protection(fgraph) -> list:
@@ -49,27 +41,6 @@ def toposort(inputs, outputs) -> list:
     return order
 
 
-class _StatePickler(pickle.Pickler):
-    """Pickles what an object is, not what it cached nor which objects it shares: a `frozendict` (an Elemwise's
-    ``inplace_pattern``) as its items, without the hash it stores once it has been hashed; and, without pickle's
-    memo (``fast``), an object met twice written twice, so an op made by PyTensor (whose name is the very string
-    its ``__dict__`` uses as a key) and the same op unpickled from the cache have one state. An object holding
-    itself cannot be pickled so (``ValueError``), and is `Uncacheable`."""
-
-    def reducer_override(self, obj):
-        if type(obj) is frozendict:
-            return frozendict, (dict(obj),)
-        return NotImplemented
-
-
-def _state_bytes(obj) -> bytes:
-    buffer = io.BytesIO()
-    pickler = _StatePickler(buffer, protocol=4)
-    pickler.fast = True
-    pickler.dump(obj)
-    return buffer.getvalue()
-
-
 class _Keyer:
     def __init__(self):
         self.pickled: dict[int, str] = {}
@@ -78,11 +49,7 @@ class _Keyer:
     def state(self, obj) -> str:
         key = self.pickled.get(id(obj))
         if key is None:
-            try:
-                blob = _state_bytes(obj)
-            except Exception as error:
-                raise Uncacheable(f"{obj!r} cannot be pickled: {error}") from error
-            key = self.pickled[id(obj)] = class_identity(type(obj)) + ":" + digest(blob)
+            key = self.pickled[id(obj)] = state_identity(obj)
             self.keep.append(obj)
         return key
 

@@ -1,4 +1,9 @@
-"""Rewritten graphs on disk: one pickle per key, bounded, the least recently used removed first."""
+"""Rewritten graphs on disk: one pickle per key, bounded, the least recently used removed first.
+
+Each entry holds its own key, compared when it is loaded: a file copied or renamed over another key's is not
+served. Reading never needs to write: a cache that cannot be written (another user's, a read-only file system) is
+read as it is, and what cannot be stored, touched or removed is left, with a debug message, never an error.
+"""
 
 import logging
 import os
@@ -42,25 +47,30 @@ class RewriteCache:
         return sorted(self.directory.glob("*.pkl")) if self.directory.is_dir() else []
 
     def load(self, key: str):
-        """The stored (inputs, outputs) of ``key``, or None. An entry that cannot be read is removed."""
+        """What was stored under ``key``, or None. An entry that cannot be read, or was stored under another key,
+        is removed (when the cache can be written). Loading marks the entry as used when it can."""
         path = self._path(key)
         try:
             with path.open("rb") as f:
-                entry = pickle.load(f)
+                stored_key, entry = pickle.load(f)
         except FileNotFoundError:
             return None
         except Exception as error:
             _logger.warning("llvm_backend: removing unreadable rewrite cache entry %s: %s", path, error)
-            path.unlink(missing_ok=True)
+            self.remove(key)
             return None
-        os.utime(path)
+        if stored_key != key:
+            _logger.warning("llvm_backend: removing rewrite cache entry %s, stored under key %s", path, stored_key)
+            self.remove(key)
+            return None
+        _best_effort(os.utime, path)
         return entry
 
     def store(self, key: str, fgraph) -> None:
         """Write ``fgraph``'s inputs and outputs, and whether it has a `DestroyHandler`, under ``key``
         (atomically)."""
         entry = (list(fgraph.inputs), list(fgraph.outputs), hasattr(fgraph, "destroy_handler"))
-        blob = pickle.dumps(entry, protocol=4)
+        blob = pickle.dumps((key, entry), protocol=4)
         if len(blob) > self.max_bytes:
             raise ValueError(f"the rewritten graph takes {len(blob)} bytes, over the cache's {self.max_bytes}")
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -75,7 +85,8 @@ class RewriteCache:
         self._evict()
 
     def remove(self, key: str) -> None:
-        self._path(key).unlink(missing_ok=True)
+        """Remove ``key``'s entry, if there is one and the cache can be written."""
+        _best_effort(self._path(key).unlink, missing_ok=True)
 
     def _evict(self) -> None:
         sized = []
@@ -90,7 +101,7 @@ class RewriteCache:
         for _, size, path in sized:
             if count <= self.max_entries and total <= self.max_bytes:
                 break
-            path.unlink(missing_ok=True)
+            _best_effort(path.unlink, missing_ok=True)
             count, total = count - 1, total - size
 
     def clear(self) -> int:
@@ -99,6 +110,14 @@ class RewriteCache:
         for path in entries:
             path.unlink(missing_ok=True)
         return len(entries)
+
+
+def _best_effort(write, *args, **kwargs) -> None:
+    """``write(*args, **kwargs)``, an `OSError` (a cache that cannot be written) logged and passed over."""
+    try:
+        write(*args, **kwargs)
+    except OSError as error:
+        _logger.debug("llvm_backend: rewrite cache not written: %s", error)
 
 
 DEFAULT = RewriteCache()

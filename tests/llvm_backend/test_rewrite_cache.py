@@ -33,15 +33,6 @@ from llvm_backend.tools import graphs
 from llvm_backend.tools.testing import compare_llvm_numba_and_py
 
 
-@pytest.fixture
-def cache(tmp_path, monkeypatch):
-    """A fresh, empty cache for the LLVM mode."""
-    fresh = RewriteCache(tmp_path / "rewrites")
-    monkeypatch.setattr(rewrite_cache.store, "DEFAULT", fresh)
-    monkeypatch.delenv("LLVM_BACKEND_REWRITE_CACHE", raising=False)
-    return fresh
-
-
 def _outcomes_of(compile_once) -> dict:
     before = dict(rewrite_cache.outcomes)
     result = compile_once()
@@ -242,14 +233,14 @@ def test_an_entry_that_does_not_fit_the_graph_is_not_used(cache, caplog):
     pytensor.function([x], pt.exp(x).sum(), mode="LLVM")
     (entry,) = cache.entries()
     other = pt.fmatrix("other")
-    entry.write_bytes(pickle.dumps(([other], [other.sum()], True)))
+    entry.write_bytes(pickle.dumps((entry.stem, ([other], [other.sum()], True))))
     with caplog.at_level(logging.WARNING, logger="llvm_backend.rewrite_cache"):
         f, outcome = _outcomes_of(lambda: pytensor.function([x], pt.exp(x).sum(), mode="LLVM"))
     assert "not used" in caplog.text
     assert outcome == {"stored": 1}
     assert f(np.zeros(3)) == 3.0
     with entry.open("rb") as stored:
-        inputs, _, _ = pickle.load(stored)
+        _, (inputs, _, _) = pickle.load(stored)
     assert inputs[0].type == x.type
 
 
@@ -408,8 +399,8 @@ def test_a_stored_gradient_that_does_not_fit_the_cost_is_removed_and_the_gradien
     wrt, cost = _cost()
     through_cache(cost, wrt)
     (path,) = cache.entries()
-    stored_inputs, outputs, destroy = pickle.loads(path.read_bytes())
-    path.write_bytes(pickle.dumps((stored_inputs[:1], outputs, destroy)))
+    key, (stored_inputs, outputs, destroy) = pickle.loads(path.read_bytes())
+    path.write_bytes(pickle.dumps((key, (stored_inputs[:1], outputs, destroy))))
     wrt, cost = _cost()
     with caplog.at_level(logging.WARNING):
         grads, outcome = _outcomes_of(lambda: through_cache(cost, wrt))

@@ -19,11 +19,14 @@ from pytensor.link.numba.dispatch import numba_funcify
 from pytensor.link.numba.dispatch.basic import numba_njit
 
 import llvm_backend  # noqa: F401  (registers the LLVM mode)
+from llvm_backend import rewrite_cache
 from llvm_backend.dispatch import LOWERINGS, register_lowering
+from llvm_backend.rewrite_cache.install import install
 from llvm_backend.tools.cli import main
 from llvm_backend.tools.fuzz.generator import FAMILIES, graphs
 from llvm_backend.tools.fuzz.isolated import WorkerError, run_isolated
 from llvm_backend.tools.fuzz.oracle import (
+    CACHED,
     Run,
     _jit_fn_findings,
     _retyped_jit_fn_findings,
@@ -199,7 +202,25 @@ def test_oracle_reports_each_mode_before_it_compiles_the_graph(planted_lowering,
     stages = []
     with reporting_stages(stages.append):
         _check_planted(bug, np.array([1.0, 2.0]))
-    assert stages == ["py", "LLVM", numba_stage]
+    assert stages == ["py", "LLVM", CACHED, CACHED, numba_stage]
+
+
+def test_oracle_runs_llvm_from_the_rewrite_cache_too(planted_lowering):
+    outcome = _check_planted("none", np.array([1.0, 2.0]))
+    assert CACHED in outcome.runs
+    assert outcome.runs[CACHED].outputs[0].tolist() == outcome.runs["LLVM"].outputs[0].tolist()
+
+
+def test_oracle_catches_a_graph_the_rewrite_cache_serves_wrong(monkeypatch):
+    def install_wrong(fgraph, entry):
+        install(fgraph, entry)
+        (output,) = fgraph.outputs
+        fgraph.replace(output, output + 1, import_missing=True)
+
+    monkeypatch.setattr(rewrite_cache.rewriter, "install", install_wrong)
+    x = pt.dvector("x")
+    outcome = check([x], [pt.exp(x) * 2], lambda: [np.array([0.0, 1.0])])
+    assert [f.message.split(":")[0] for f in outcome.failures] == ["LLVM from the rewrite cache vs LLVM"]
 
 
 def test_oracle_catches_a_wrong_exception_type(planted_lowering):

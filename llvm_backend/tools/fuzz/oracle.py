@@ -7,7 +7,9 @@ under PyTensor's default rewrites (``Mode(linker="py")``). LLVM must agree with 
 kind; exact for integers and bools, NaN where NaN, floats within `TOLERANCES`), or the same exception type where
 the py linker raises. ``fn.vm.jit_fn`` is called too and must agree with the Function, raise Python's ``TypeError``
 given an argument too many (as stock's graph function does), and, where stock compiled the whole graph, compute what
-stock's ``jit_fn`` computes on the float inputs cast to the other float dtype. Where LLVM disagrees with the py
+stock's ``jit_fn`` computes on the float inputs cast to the other float dtype. LLVM compiles with the rewrite
+cache off, then twice through a cache of its own (`CACHED`): the second compile, the stored graph put in place
+of rewriting, must compute what the first computed. Where LLVM disagrees with the py
 linker exactly as stock NUMBA does, or stock NUMBA alone disagrees, the finding is a stock discrepancy, not ours.
 Wide graphs are compiled under stock NUMBA (which takes minutes over them) only where LLVM disagrees with the py
 linker, to tell the two cases apart; wherever LLVM disagrees on some outputs and returned, stock compiles those
@@ -18,6 +20,8 @@ not agree: the finding is stock's. A graph the py linker cannot compile, or cann
 is invalid: there is no reference.
 """
 
+import os
+import tempfile
 from collections.abc import Callable
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -27,9 +31,11 @@ import numpy as np
 import pytensor
 from pytensor.compile.mode import Mode
 
+from llvm_backend import rewrite_cache
 from llvm_backend.tools.testing import value_kind
 
 __all__ = [
+    "CACHED",
     "JUDGING",
     "PY",
     "TOLERANCES",
@@ -47,6 +53,9 @@ PY = Mode(linker="py")
 
 JUDGING = "NUMBA, to judge LLVM's disagreement with py"
 """The stage named while stock compiles a graph to judge whether LLVM's disagreement is stock's too."""
+
+CACHED = "LLVM, from the rewrite cache"
+"""The run of LLVM whose rewritten graph the rewrite cache served."""
 
 TOLERANCES = {np.dtype("float32"): 1e-3, np.dtype("float64"): 1e-7}
 """Relative tolerance per float dtype; the absolute one is the same times the largest finite magnitude
@@ -302,14 +311,58 @@ def _retyped_jit_fn_findings(llvm: Run, numba_run: Run, values) -> list[Finding]
     return [Finding(kind, f"jit_fn on inputs of the other float dtype vs stock's: {problem}")]
 
 
+@contextmanager
+def _rewrite_cache(directory: str | None):
+    """Within it, the LLVM mode's rewrite cache is off (``directory`` None) or a fresh one in ``directory``."""
+    previous = os.environ.get("LLVM_BACKEND_REWRITE_CACHE"), rewrite_cache.store.DEFAULT
+    os.environ["LLVM_BACKEND_REWRITE_CACHE"] = "0" if directory is None else "1"
+    if directory is not None:
+        rewrite_cache.store.DEFAULT = rewrite_cache.RewriteCache(directory)
+    try:
+        yield
+    finally:
+        if previous[0] is None:
+            del os.environ["LLVM_BACKEND_REWRITE_CACHE"]
+        else:
+            os.environ["LLVM_BACKEND_REWRITE_CACHE"] = previous[0]
+        rewrite_cache.store.DEFAULT = previous[1]
+
+
+def _from_the_cache(inputs, outputs, values) -> Run | None:
+    """LLVM's run of the graph rewritten once, stored, and put in place by the second compile through a fresh
+    rewrite cache; None when the cache does not serve it (a graph it cannot key)."""
+    with tempfile.TemporaryDirectory() as directory, _rewrite_cache(directory):
+        _run("LLVM", inputs, outputs, values, CACHED)
+        hits = rewrite_cache.outcomes["hit"]
+        run = _run("LLVM", inputs, outputs, values, CACHED)
+        return run if rewrite_cache.outcomes["hit"] > hits else None
+
+
+def _cache_findings(cached: Run | None, llvm: Run) -> list[Finding]:
+    """The cache-served run must compute what LLVM computed with the cache off, and leave its inputs alone."""
+    if cached is None:
+        return []
+    findings = []
+    problem = disagreement(cached, llvm)
+    if problem is not None:
+        kind = "crash" if cached.error is not None and llvm.error is None else "mismatch"
+        findings.append(Finding(kind, f"LLVM from the rewrite cache vs LLVM: {problem}"))
+    if cached.mutated:
+        findings.append(Finding("mismatch", f"LLVM from the rewrite cache modified input(s) {cached.mutated}"))
+    return findings
+
+
 def check(inputs, outputs, values: Callable[[], list], stock: bool = True) -> Outcome:
-    """Compile ``outputs`` of ``inputs`` under the py linker, LLVM and stock NUMBA (if ``stock`` is false, only
-    where LLVM and the py linker disagree), call each on ``values()`` and compare (see the module docstring)."""
+    """Compile ``outputs`` of ``inputs`` under the py linker, LLVM (with the rewrite cache off, then from it) and
+    stock NUMBA (if ``stock`` is false, only where LLVM and the py linker disagree), call each on ``values()`` and
+    compare (see the module docstring)."""
     runs = {"py": _run(PY, inputs, outputs, values)}
     py_error = runs["py"].error
     if py_error is not None and (runs["py"].stage == "compile" or isinstance(py_error, NotImplementedError)):
         return Outcome(runs, invalid=True)
-    runs["LLVM"] = _run("LLVM", inputs, outputs, values)
+    with _rewrite_cache(None):
+        runs["LLVM"] = _run("LLVM", inputs, outputs, values)
+    cached = _from_the_cache(inputs, outputs, values)
     ours = disagreement(runs["LLVM"], runs["py"])
     judged = None
     if ours and py_error is None:
@@ -323,7 +376,9 @@ def check(inputs, outputs, values: Callable[[], list], stock: bool = True) -> Ou
         runs["NUMBA"] = _run("NUMBA", inputs, judged_outputs, values, JUDGING)
     elif stock:
         runs["NUMBA"] = _run("NUMBA", inputs, outputs, values, "NUMBA")
-    findings = _classify(runs, judged)
+    findings = _classify(runs, judged) + _cache_findings(cached, runs["LLVM"])
+    if cached is not None:
+        runs[CACHED] = cached
     if runs["LLVM"].function is not None:
         findings += _jit_fn_findings(runs["LLVM"], values)
         whole_stock = runs.get("NUMBA") if judged is None else None

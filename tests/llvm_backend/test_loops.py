@@ -244,13 +244,16 @@ def test_an_index_out_of_bounds_is_an_index_error_as_py_gives():
     x, y, idx = pt.dvector("x"), pt.dvector("y"), pt.lvector("idx")
     outputs = [pt.exp(x[idx]) + y, pt.zeros(3)[idx].inc(y)]
     fn = pytensor.function([x, y, idx], outputs, mode="LLVM")
-    assert _indexed(fn)
+    read = pytensor.function([x, y, idx], outputs[0], mode="LLVM")
+    assert _indexed(fn) and _indexed(read)
     py = pytensor.function([x, y, idx], outputs, mode=PY_MODE)
     for position in (3, -4):
         arguments = (np.ones(3), np.ones(2), np.array([0, position]))
         with pytest.raises(IndexError):
             py(*arguments)
         with pytest.raises(IndexError, match="index out of bounds"):
+            read(*arguments)  # the indexed loop's own check
+        with pytest.raises(IndexError, match="out of bounds"):  # the loop's, or the AdvancedIncSubtensor's
             fn(*arguments)
 
 

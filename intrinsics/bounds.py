@@ -1,10 +1,11 @@
-"""Bounds checks of the index arrays of an advanced indexed update, raising numpy's ``IndexError`` before any write.
+"""Bounds checks of the index arrays of an advanced indexed read or update, raising numpy's ``IndexError`` before
+any read or write.
 
-The numba code PyTensor generates for ``x[i] += y`` and ``x[i] = y`` with an index array ``i`` reads each
-position without a bounds check: a position out of range writes outside ``x``'s buffer, or below ``-n`` wraps.
-numpy raises an ``IndexError`` for it, and for a boolean mask whose shape is not that of the axes it indexes.
-`check_indices` makes the intrinsic that checks every index array of an update against the axes of ``x`` it
-indexes, so the update can be called once all are known good.
+The numba code PyTensor generates for ``x[i]``, ``x[i] += y`` and ``x[i] = y`` with an index array ``i`` reads
+each position without a bounds check: a position out of range reads or writes outside ``x``'s buffer, or below
+``-n`` wraps. numpy raises an ``IndexError`` for it, and for a boolean mask whose shape is not that of the axes it
+indexes. `check_indices` makes the intrinsic that checks every index array of a read or an update against the
+axes of ``x`` it indexes, so the read or update can be called once all are known good.
 
 Layering: typing (`_check_types`) -> the ``@intrinsic`` glue (`check_indices`) -> the emitters ``_emit_*``; the
 exception's message is formatted when numba boxes it (`_MessageType`), as numpy words it.

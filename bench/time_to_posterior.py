@@ -7,7 +7,8 @@ compiles the model and samples one chain of 200 tuning and 200 kept draws in a f
 (cold), then again in a second fresh process on the caches the first filled (warm). A `PhaseTimer` splits that
 span into the exclusive seconds of each of `PHASES`:
 
-- ``graph``: PyMC graph building: nutpie's ``_make_functions`` (``model.logp()``, the gradient, the joined
+- ``graph``: PyMC graph building: nutpie's ``_make_functions`` (under LLVM ``llvm_backend.model_functions``'s
+  ``model_functions`` and ``initial_point_function``: ``model.logp()``, the gradient, the joined
   and expanded graphs, ``clone_replace``, PyTensor's ``FunctionGraph`` of each function), PyMC's
   ``make_initial_point_fn`` and ``freeze_dims_and_data``;
 - ``rewriting``: PyTensor's ``FunctionMaker.prepare_fgraph`` (the mode's rewriter; under LLVM our rewrite
@@ -80,6 +81,8 @@ PHASES = {
 """Each phase and its title, in the order of the table's columns and of the plot's stacks."""
 WRAPPED = (
     ("nutpie.compile_pymc", "_make_functions", GRAPH),
+    ("llvm_backend.model_functions", "model_functions", GRAPH),
+    ("llvm_backend.model_functions", "initial_point_function", GRAPH),
     ("pymc.initial_point", "make_initial_point_fn", GRAPH),
     ("pymc.model.transform.optimization", "freeze_dims_and_data", GRAPH),
     ("pytensor.graph", "rewrite_graph", REWRITING),
@@ -90,9 +93,10 @@ WRAPPED = (
     ("llvm_backend_intrinsics.nutpie", "logp_entry", ENTRY_POINTS),
     ("llvm_backend_intrinsics.nutpie", "expand_entry", ENTRY_POINTS),
 )
-"""``(owner, function, phase)``: the functions whose calls are timed as a phase, for the measurement only. nutpie
-and PyMC import ``rewrite_graph``, ``make_initial_point_fn`` and ``freeze_dims_and_data`` when they call them,
-so the wrapped ones are theirs; PyMC's own rewrites inside ``model.logp()`` (bound at import) stay graph building."""
+"""``(owner, function, phase)``: the functions whose calls are timed as a phase, for the measurement only. nutpie,
+PyMC and ``llvm_backend.nutpie`` read ``rewrite_graph``, ``make_initial_point_fn``, ``freeze_dims_and_data`` and
+``model_functions`` when they call them, so the wrapped ones are theirs; PyMC's own rewrites inside
+``model.logp()`` (bound at import) stay graph building."""
 NUMBA_EVENTS = {"numba:llvm_lock": LLVM}
 JAX_EVENTS = {
     "/jax/core/compile/jaxpr_trace_duration": CODEGEN,

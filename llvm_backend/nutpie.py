@@ -14,14 +14,15 @@ LLVM mode::
     with llvm_backend.nutpie.numba_is_llvm():  # any code that compiles under "NUMBA"
         idata = pm.sample(nuts_sampler="nutpie", model=model)
 
-`numba_is_llvm` is process-global while it is open (``NUMBA_IS_LLVM`` in ``llvm_backend.process``): every
-compile that asks for "NUMBA" by name, in any thread, gets the LLVM mode. When the last one open, in any thread,
-exits, "NUMBA" is PyTensor's own mode again.
+`numba_is_llvm` is process-global while it is open, as the code opening it asks (``NUMBA_IS_LLVM`` in
+``llvm_backend.adapters.pytensor``): every compile that asks for "NUMBA" by name, in any thread, gets the LLVM
+mode. When the last one open, in any thread, exits, "NUMBA" is PyTensor's own mode again.
 
 ``pm.sample(model=model, compile_kwargs={"mode": "LLVM"})`` (or ``backend="LLVM"``) needs neither: when PyMC
-picks nutpie for it, `sample_external_nuts` marks the call (`SAMPLING_ON_LLVM`) and opens `numba_is_llvm` around
-it, and nutpie's ``compile_pymc_model``, called by PyMC inside, is `compile_pymc_model` for a call so marked
-(`nutpie_compile`; ``pymc_nutpie_on_llvm`` and ``nutpie_compile_on_llvm`` in ``llvm_backend.process``).
+picks nutpie for it, `sample_external_nuts` marks the call in the calling context (`SAMPLING_ON_LLVM`), and
+nutpie's ``compile_pymc_model``, called by PyMC inside, is `compile_pymc_model` for a call so marked
+(`nutpie_compile`; ``adapters.pymc.PYMC_NUTPIE_ON_LLVM`` and ``adapters.nutpie.NUTPIE_COMPILE_ON_LLVM``). No other
+thread sees either.
 """
 
 import contextvars
@@ -30,24 +31,23 @@ import inspect
 import threading
 import warnings
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from uuid import uuid4
 
 import numpy as np
-from pytensor.compile.mode import get_mode
+from pytensor.compile.mode import Mode, get_mode
 
+from llvm_backend import adapters, rewrite_cache
+from llvm_backend.adapters.pytensor import NUMBA_IS_LLVM
+from llvm_backend.changes import Change
 from llvm_backend.collector import paced_collections
 from llvm_backend.linker import LLVMLinker
-from llvm_backend.process import COMPILE_PYMC_MODEL_CHANGES, NUMBA_IS_LLVM, Change
 
 __all__ = ["SAMPLING_ON_LLVM", "compile_pymc_model", "numba_is_llvm", "nutpie_compile", "sample_external_nuts"]
 
 SAMPLING_ON_LLVM = contextvars.ContextVar("llvm_backend_sampling_on_llvm", default=False)
 """True within a ``pm.sample`` call that asked for a mode on our linker and picked nutpie (`sample_external_nuts`),
 in the thread (the context) making it."""
-
-SAMPLE_PARAMETERS = ("sampler", "compile_kwargs", "nuts_kwargs")
-"""The parameters of PyMC's ``_sample_external_nuts`` that `sample_external_nuts` reads (PyMC 6.4's)."""
 
 _lock = threading.Lock()
 _open: dict[Change, int] = {}
@@ -78,34 +78,6 @@ def numba_is_llvm() -> Iterator[None]:
     leaves. Blocks may nest and overlap across threads."""
     with _held(NUMBA_IS_LLVM):
         yield
-
-
-NUTPIE_INTERNALS = {
-    "_make_functions": ("model", "mode", "compute_grad", "join_expanded", "pymc_initial_point_fn", "var_names"),
-    "make_user_data": ("shared_var_keys", "shared_data"),
-    "_prepare_dims_and_coords": ("model", "shape_info", "reparameterized_names"),
-    "_wrap_with_lock": ("func",),
-    "CompiledPyMCModel": ("compiled_logp_func", "compiled_expand_func", "user_data", "shared_data"),
-}
-"""What `compile_pymc_model` uses of ``nutpie.compile_pymc`` (nutpie 0.16's), and the parameters it passes."""
-
-
-def _nutpie_internals():
-    """``nutpie.compile_pymc``, once it is checked to have `NUTPIE_INTERNALS`: the one seam on nutpie's
-    internals, failing with a ``RuntimeError`` naming the installed nutpie."""
-    import nutpie
-    from nutpie import compile_pymc
-
-    for name, parameters in NUTPIE_INTERNALS.items():
-        found = getattr(compile_pymc, name, None)
-        missing = [] if found is None else [p for p in parameters if p not in inspect.signature(found).parameters]
-        if found is None or missing:
-            raise RuntimeError(
-                f"llvm_backend.nutpie.compile_pymc_model does not know nutpie {nutpie.__version__}: its "
-                f"nutpie.compile_pymc.{name} is {'missing' if found is None else f'without {missing}'}; use "
-                "nutpie.compile_pymc_model inside llvm_backend.nutpie.numba_is_llvm()"
-            )
-    return compile_pymc
 
 
 def _shared_slots(fn, user_data, keys: dict) -> list:
@@ -156,6 +128,12 @@ def _takes_inputs_directly(graph) -> bool:
     return not graph.packs and not graph.constant_params and not graph.output_lists
 
 
+def _fast_mode() -> Mode:
+    """FAST_COMPILE's rewrites on PyTensor's py linker, through the rewrite cache: what the shape and initial-point
+    functions, each called once or twice, are compiled on (no VM, whose C lazylinker a cold process builds)."""
+    return Mode(linker=rewrite_cache.CachedPerformLinker(), optimizer=get_mode("FAST_COMPILE").provided_optimizer)
+
+
 @paced_collections()
 def compile_pymc_model(
     model,
@@ -174,50 +152,47 @@ def compile_pymc_model(
     the ``numba.cfunc`` options it passes on. ``with_data`` keeps working: the entry points read the shared
     data through nutpie's record, as nutpie's do.
 
-    It runs with the garbage collector paced (`paced_collections`) and with `COMPILE_PYMC_MODEL_CHANGES`:
-    FAST_COMPILE, in which PyMC and nutpie compile the initial-point and shape functions, on PyTensor's py linker
-    through the rewrite cache; the graphs PyMC and nutpie build keeping the tracebacks PyTensor keeps while it
-    compiles; and nutpie's rewrite of the log density and its gradient through the rewrite cache. Raises
-    ``RuntimeError`` naming the installed nutpie when its internals are not those this was written against
-    (`NUTPIE_INTERNALS`).
+    Everything is built on modes and functions passed explicitly (`llvm_backend.model_functions`), nothing
+    process-wide changed meanwhile: the log density's rewrite and gradient through the rewrite cache, the shape
+    and initial-point functions on FAST_COMPILE's rewrites on the py linker, through the cache too. It runs with the
+    garbage collector paced (`paced_collections`). Raises ``RuntimeError`` naming the installed nutpie when the
+    part of it used is not what this was written against (``adapters.nutpie.compile_pymc``).
     """
-    from pymc.initial_point import make_initial_point_fn
+    import pytensor
+    import pytensor.graph
     from pymc.model.transform.optimization import freeze_dims_and_data
 
     from llvm_backend.mode import LLVM
+    from llvm_backend.model_functions import dims_and_coords, initial_point_function, model_functions
     from llvm_backend_intrinsics.nutpie import expand_entry, logp_entry
 
     if backend != "numba":
         raise ValueError(f"llvm_backend.nutpie compiles with nutpie's numba backend, not {backend!r}")
     if gradient_backend != "pytensor":
         raise ValueError(f"the numba backend computes gradients with pytensor, not {gradient_backend!r}")
-    compile_pymc = _nutpie_internals()
+    compile_pymc = adapters.nutpie.compile_pymc()
     if freeze_model:
         model = freeze_dims_and_data(model)
     if default_initialization_strategy == "support_point" and jitter_rvs is None:
         jitter_rvs = set(model.free_RVs)
-    with ExitStack() as held:
-        for change in COMPILE_PYMC_MODEL_CHANGES:
-            held.enter_context(_held(change))
-        initial_point_fn = compile_pymc._wrap_with_lock(
-            make_initial_point_fn(
-                model=model,
-                overrides=initial_points,
-                default_strategy=default_initialization_strategy,
-                jitter_rvs=jitter_rvs,
-                return_transformed=True,
-            )
-        )
-        n_dim, n_expanded, logp_fn, expand_fn, initial_point, shape_info, reparameterized = (
-            compile_pymc._make_functions(
-                model,
-                mode=LLVM,
-                compute_grad=True,
-                join_expanded=True,
-                pymc_initial_point_fn=initial_point_fn,
-                var_names=var_names,
-            )
-        )
+    fast = _fast_mode()
+    initial_point = initial_point_function(
+        model,
+        mode=fast,
+        overrides=initial_points,
+        jitter_rvs=jitter_rvs,
+        default_strategy=default_initialization_strategy,
+    )
+    functions = model_functions(
+        model,
+        mode=LLVM,
+        fast_mode=fast,
+        initial_point=initial_point,
+        rewrite_graph=rewrite_cache.rewrite_graph_through_cache(pytensor.graph.rewrite_graph),
+        grad=rewrite_cache.grad_through_cache(pytensor.grad),
+        var_names=var_names,
+    )
+    logp_fn, expand_fn = functions.logp_fn, functions.expand_fn
     keys, shared_data = {}, {}
     for var in dict.fromkeys([*logp_fn.get_shared(), *expand_fn.get_shared()]):
         keys[var] = uuid4().hex
@@ -225,23 +200,24 @@ def compile_pymc_model(
         shared_data[keys[var]].flags.writeable = False
     user_data = compile_pymc.make_user_data(keys, shared_data)
     logp_slots, expand_slots = _shared_slots(logp_fn, user_data, keys), _shared_slots(expand_fn, user_data, keys)
-    dims, coords = compile_pymc._prepare_dims_and_coords(model, shape_info, reparameterized)
+    dims, coords = dims_and_coords(model, functions.shape_info, functions.reparameterized_names, mode=fast)
+    n_dim, n_expanded = functions.n_dim, functions.n_expanded
     return compile_pymc.CompiledPyMCModel(
         _n_dim=n_dim,
         dims=dims,
         _coords=coords,
-        _shapes={name: tuple(shape) for name, _, shape in zip(*shape_info, strict=True)},
+        _shapes={name: tuple(shape) for name, _, shape in zip(*functions.shape_info, strict=True)},
         compiled_logp_func=logp_entry(_graph_overload(logp_fn, logp_slots), n_dim, logp_slots),
         compiled_expand_func=expand_entry(_graph_overload(expand_fn, expand_slots), n_dim, n_expanded, expand_slots),
-        initial_point_func=initial_point,
+        initial_point_func=functions.initial_point,
         shared_data=shared_data,
         shared_var_keys=keys,
         user_data=user_data,
         n_expanded=n_expanded,
-        shape_info=shape_info,
+        shape_info=functions.shape_info,
         logp_func=logp_fn,
         expand_func=expand_fn,
-        reparameterized_names=reparameterized,
+        reparameterized_names=functions.reparameterized_names,
     )
 
 
@@ -254,54 +230,44 @@ def _asks_for_llvm(arguments: dict) -> bool:
 
 
 def sample_external_nuts(original: Callable) -> Callable:
-    """PyMC's ``_sample_external_nuts`` (``pm.sample`` with an external NUTS), compiling nutpie's model on the
-    LLVM mode's kernels when the mode asked for is on our linker, for which PyMC has no way of its own: it drops
-    the mode, and nutpie compiles under "NUMBA" by name. Every other call is PyMC's as it is.
-
-    The one seam on PyMC's internals: a function without the parameters `SAMPLE_PARAMETERS` (another PyMC) is
-    given back as it is, with a warning, once, that such ``pm.sample`` calls sample on stock kernels.
-    """
+    """PyMC's ``_sample_external_nuts`` (``pm.sample`` with an external NUTS), a call that picked nutpie and asked
+    for a mode on our linker marked in the calling context (`SAMPLING_ON_LLVM`), so nutpie's compile within it is
+    ours (`nutpie_compile`): PyMC drops the mode, and nutpie compiles under "NUMBA" by name. Every other call is
+    PyMC's as it is. ``adapters.pymc.PYMC_NUTPIE_ON_LLVM`` checks PyMC's function before wrapping it."""
     signature = inspect.signature(original)
-    missing = [name for name in SAMPLE_PARAMETERS if name not in signature.parameters]
-    if missing:
-        import pymc
-
-        warnings.warn(
-            f"llvm_backend cannot read the mode pm.sample was given under PyMC {pymc.__version__} (its nutpie "
-            f"call has no parameter {', '.join(missing)}): with nutpie, pm.sample(compile_kwargs={{'mode': "
-            "'LLVM'}) samples on stock NUMBA kernels. Use llvm_backend.nutpie.compile_pymc_model(model) and "
-            "nutpie.sample, or pm.sample(nuts_sampler='pymc', ...)",
-            RuntimeWarning,
-            stacklevel=2,
-        )
-        return original
 
     @functools.wraps(original)
     def sample(*args, **kwargs):
         arguments = signature.bind(*args, **kwargs).arguments
-        if arguments["sampler"] == "nutpie" and _asks_for_llvm(arguments):
-            marked = SAMPLING_ON_LLVM.set(True)
-            try:
-                with numba_is_llvm():
-                    return original(*args, **kwargs)
-            finally:
-                SAMPLING_ON_LLVM.reset(marked)
-        return original(*args, **kwargs)
+        if arguments["sampler"] != "nutpie" or not _asks_for_llvm(arguments):
+            return original(*args, **kwargs)
+        marked = SAMPLING_ON_LLVM.set(True)
+        try:
+            return original(*args, **kwargs)
+        finally:
+            SAMPLING_ON_LLVM.reset(marked)
 
     return sample
 
 
 def nutpie_compile(original: Callable) -> Callable:
     """nutpie's ``compile_pymc_model``, which is `compile_pymc_model` when called within a ``pm.sample`` call
-    that asked for LLVM (`SAMPLING_ON_LLVM`) with only the arguments ours takes; any other call, and one passing
-    nutpie's ``numba.cfunc`` options, is nutpie's own (inside such a ``pm.sample``, on our kernels still:
-    `numba_is_llvm` is open)."""
+    that asked for LLVM (`SAMPLING_ON_LLVM`). Such a call passing nutpie's ``numba.cfunc`` options, which ours does
+    not take, is nutpie's own, on stock kernels, with a warning saying so; any other call is nutpie's own."""
     ours = inspect.signature(compile_pymc_model).parameters
 
     @functools.wraps(original)
     def compile(model, **kwargs):
-        if SAMPLING_ON_LLVM.get() and kwargs.keys() <= ours.keys():
+        if not SAMPLING_ON_LLVM.get():
+            return original(model, **kwargs)
+        if kwargs.keys() <= ours.keys():
             return compile_pymc_model(model, **kwargs)
+        warnings.warn(
+            f"llvm_backend: nutpie's numba.cfunc options {sorted(kwargs.keys() - ours.keys())} are nutpie's own "
+            "compile's: this pm.sample samples on stock NUMBA kernels",
+            RuntimeWarning,
+            stacklevel=2,
+        )
         return original(model, **kwargs)
 
     return compile

@@ -1,7 +1,6 @@
 """``llvm_backend.process``: every process-wide change of the import is a named, documented `Change`, and
 reverting them all leaves PyTensor, numba and Python as a process that never imported the package."""
 
-import importlib
 import json
 import subprocess
 import sys
@@ -10,13 +9,11 @@ import textwrap
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
-from pytensor import config
 from pytensor.compile.mode import get_mode, optdb, predefined_modes
-from pytensor.conditional.op import ifelse
-from pytensor.link.basic import PerformLinker
 
 import llvm_backend
 from llvm_backend import process
+from llvm_backend.adapters.pytensor import NUMBA_IS_LLVM
 from llvm_backend.linker import LLVMLinker
 from llvm_backend.nutpie import numba_is_llvm
 
@@ -97,10 +94,10 @@ def test_reverting_every_change_leaves_the_process_as_one_that_never_imported_th
 def test_every_change_is_named_documented_and_applied_by_the_import():
     names = [change.name for change in process.CHANGES]
     assert len(set(names)) == len(names)
-    not_on_import = (process.NUMBA_IS_LLVM, *process.COMPILE_PYMC_MODEL_CHANGES)
+    not_on_import = (NUMBA_IS_LLVM,)
     for change in (*process.CHANGES, *not_on_import):
         assert change.__doc__ and change.__doc__.strip() != type(change).__doc__.strip(), change
-    assert all(change.applied for change in process.CHANGES)
+    assert all(change.applied and change.disabled is None for change in process.CHANGES)
     assert not any(change.applied for change in not_on_import)
 
 
@@ -139,128 +136,9 @@ def test_applying_again_changes_nothing_and_reverting_then_applying_restores_the
 def test_numba_is_llvm_applies_its_change_while_any_block_is_open():
     numba = predefined_modes["NUMBA"]
     with numba_is_llvm():
-        assert process.NUMBA_IS_LLVM.applied
+        assert NUMBA_IS_LLVM.applied
         with numba_is_llvm():
             assert get_mode("NUMBA") is llvm_backend.LLVM
         assert get_mode("NUMBA") is llvm_backend.LLVM
     assert predefined_modes["NUMBA"] is numba
-    assert not process.NUMBA_IS_LLVM.applied
-
-
-def test_fast_compile_on_the_py_linker_computes_what_fast_compile_does_and_reverts():
-    x = pt.dvector("x")
-    rng = pytensor.shared(np.random.default_rng(7))
-    noise = pt.random.normal(0, 1, size=3, rng=rng)
-    outputs = [ifelse(x.sum() > 0, pt.exp(x) + noise, x - 1), (x * 2).shape]
-    name, attribute = predefined_modes["FAST_COMPILE"], pytensor.compile.mode.FAST_COMPILE
-    want = [pytensor.function([x], outputs, mode=mode)(np.arange(3.0)) for mode in ("FAST_COMPILE", attribute)]
-    change = process.FAST_COMPILE_ON_PY_LINKER
-    assert change.apply()
-    try:
-        assert all(part.applied for part in change.changes)
-        for mode in ("FAST_COMPILE", "fast_compile", pytensor.compile.mode.FAST_COMPILE):
-            fn = pytensor.function([x], outputs, mode=mode)
-            assert isinstance(fn.maker.linker, PerformLinker)
-            for got, expected in zip(fn(np.arange(3.0)), want[0], strict=True):
-                np.testing.assert_array_equal(got, expected)
-    finally:
-        assert change.revert()
-    assert not any(part.applied for part in change.changes)
-    assert predefined_modes["FAST_COMPILE"] is name and pytensor.compile.mode.FAST_COMPILE is attribute
-    np.testing.assert_array_equal(want[0][0], want[1][0])
-
-
-def test_a_config_change_sets_the_flag_to_the_value_read_when_applied_and_puts_back_the_one_before():
-    limit = config.traceback__limit
-    change = process.TRACEBACKS_OF_COMPILE
-    with config.change_flags(traceback__compile_limit=3):
-        assert change.apply()
-        try:
-            assert config.traceback__limit == 3
-            assert not change.apply()
-            assert len((pt.dscalar("x") + 1).tag.trace[0]) == 3
-        finally:
-            assert change.revert()
-    assert config.traceback__limit == limit
-    assert not change.revert()
-    assert config.traceback__limit == limit
-
-
-def test_rewrite_graph_through_the_cache_wraps_what_pytensor_graph_holds_and_puts_it_back():
-    import pytensor.graph
-
-    held = pytensor.graph.rewrite_graph
-    change = process.REWRITE_GRAPH_THROUGH_CACHE
-    assert change.apply()
-    try:
-        assert pytensor.graph.rewrite_graph is not held
-        assert pytensor.graph.rewrite_graph.__wrapped__ is held
-        x = pt.dvector("x")
-        np.testing.assert_allclose(pytensor.graph.rewrite_graph(pt.log(pt.exp(x)).sum()).eval({x: np.arange(3.0)}), 3.0)
-    finally:
-        assert change.revert()
-    assert pytensor.graph.rewrite_graph is held
-
-
-def test_changes_made_together_apply_in_order_and_revert_in_reverse():
-    table, made = {}, []
-
-    class Logged(process.EntryChange):
-        def _apply(self):
-            made.append(("apply", self.name, dict(table)))
-            super()._apply()
-
-        def _revert(self):
-            made.append(("revert", self.name, dict(table)))
-            super()._revert()
-
-    both = process.Together("both", "two entries", Logged("a", "a", table, "a", 1), Logged("b", "b", table, "b", 2))
-    assert both.apply() and not both.apply()
-    assert table == {"a": 1, "b": 2}
-    assert both.revert() and not both.revert()
-    assert table == {}
-    assert made == [
-        ("apply", "a", {}),
-        ("apply", "b", {"a": 1}),
-        ("revert", "b", {"a": 1, "b": 2}),
-        ("revert", "a", {"a": 1}),
-    ]
-
-
-def _module(tmp_path, monkeypatch, name):
-    (tmp_path / f"{name}.py").write_text("def f(x):\n    return x + 1\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.delitem(sys.modules, name, raising=False)
-
-
-def _doubled(original):
-    def f(x):
-        return 2 * original(x)
-
-    return f
-
-
-def test_an_imported_attribute_change_waits_for_its_module_and_reverts(tmp_path, monkeypatch):
-    _module(tmp_path, monkeypatch, "later_module")
-    change = process.ImportedAttributeChange("doubled", "f doubled", "later_module", "f", _doubled)
-    finders = list(sys.meta_path)
-    assert change.apply()
-    assert "later_module" not in sys.modules
-    module = importlib.import_module("later_module")
-    assert module.f(1) == 4
-    assert module.__loader__.get_source("later_module").startswith("def f")
-    assert change.revert()
-    assert module.f(1) == 2
-    assert sys.meta_path == finders
-
-
-def test_an_imported_attribute_change_on_a_module_imported_already_applies_at_once(tmp_path, monkeypatch):
-    _module(tmp_path, monkeypatch, "earlier_module")
-    module = importlib.import_module("earlier_module")
-    change = process.ImportedAttributeChange("doubled", "f doubled", "earlier_module", "f", _doubled)
-    finders = list(sys.meta_path)
-    assert change.apply()
-    assert module.f(1) == 4
-    assert sys.meta_path == finders
-    assert change.revert()
-    assert module.f(1) == 2
+    assert not NUMBA_IS_LLVM.applied

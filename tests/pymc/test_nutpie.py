@@ -1,7 +1,6 @@
 """nutpie and pm.sample with the LLVM mode: real PyMC and nutpie, no mocks."""
 
 import ctypes
-import functools
 import gc
 import os
 import subprocess
@@ -10,7 +9,6 @@ import sys
 import numpy as np
 import nutpie
 import pymc as pm
-import pytensor.tensor as pt
 import pytest
 from llvm_backend_bench.pymc_models import eight_schools
 from pytensor import config
@@ -252,18 +250,19 @@ def test_pm_sample_asked_for_no_mode_samples_with_nutpie_on_stock_kernels(nutpie
     assert not isinstance(compiled.compiled_logp_func, NutpieEntry)
 
 
-def test_pm_sample_asked_for_llvm_with_numba_cfunc_options_compiles_nutpie_s_way_on_our_kernels(nutpie_compiles):
-    pm.sample(
-        model=eight_schools(),
-        draws=10,
-        tune=10,
-        chains=1,
-        random_seed=1,
-        progressbar=False,
-        compile_kwargs={"mode": "LLVM", "error_model": "numpy"},
-    )
+def test_pm_sample_asked_for_llvm_with_numba_cfunc_options_samples_on_stock_kernels_with_a_warning(nutpie_compiles):
+    with pytest.warns(RuntimeWarning, match=r"numba.cfunc options \['error_model'\].*stock NUMBA kernels"):
+        pm.sample(
+            model=eight_schools(),
+            draws=10,
+            tune=10,
+            chains=1,
+            random_seed=1,
+            progressbar=False,
+            compile_kwargs={"mode": "LLVM", "error_model": "numpy"},
+        )
     (compiled,) = nutpie_compiles
-    assert isinstance(compiled.logp_func.maker.linker, LLVMLinker)
+    assert not isinstance(compiled.logp_func.maker.linker, LLVMLinker)
     assert not isinstance(compiled.compiled_logp_func, NutpieEntry)
 
 
@@ -282,12 +281,28 @@ def test_pymc_sampling_is_wrapped_by_the_import_and_unwrapped_by_revert_all():
     assert mcmc._sample_external_nuts.__wrapped__ is wrapped.__wrapped__
 
 
-def test_another_pymc_s_nutpie_call_is_left_as_it_is_with_a_warning():
+def test_another_pymc_s_or_nutpie_s_functions_are_left_as_they_are():
+    from llvm_backend.adapters.nutpie import NUTPIE_COMPILE_ON_LLVM
+    from llvm_backend.adapters.pymc import PYMC_NUTPIE_ON_LLVM
+
     def _sample_external_nuts(sampler, **kwargs):
         return sampler
 
-    with pytest.warns(RuntimeWarning, match=r"no parameter compile_kwargs, nuts_kwargs.*compile_pymc_model"):
-        assert llvm_backend.nutpie.sample_external_nuts(_sample_external_nuts) is _sample_external_nuts
+    def compile_pymc_model(model, *, backend="numba"):
+        return model
+
+    pymc_problem = PYMC_NUTPIE_ON_LLVM.module_seam.problem(_sample_external_nuts)
+    assert pymc_problem == f"pymc {pm.__version__}: its nutpie call has no parameter compile_kwargs, nuts_kwargs"
+    nutpie_problem = NUTPIE_COMPILE_ON_LLVM.module_seam.problem(compile_pymc_model)
+    assert nutpie_problem.startswith(f"nutpie {nutpie.__version__}: its compile_pymc_model has no parameter")
+    assert PYMC_NUTPIE_ON_LLVM.module_seam.problem(mcmc_original()) is None
+    assert NUTPIE_COMPILE_ON_LLVM.module_seam.problem(nutpie.compile_pymc_model.__wrapped__) is None
+
+
+def mcmc_original():
+    from pymc.sampling import mcmc
+
+    return mcmc._sample_external_nuts.__wrapped__
 
 
 def test_pymc_imported_after_llvm_backend_is_wrapped_too():
@@ -409,46 +424,32 @@ def test_a_cold_process_compiles_and_samples_without_building_pytensor_s_c_lazyl
     assert done.stdout.split() == ["False", "[]"]
 
 
-def test_fast_compile_is_pytensor_s_own_again_after_compile_pymc_model_fails(monkeypatch):
-    from nutpie import compile_pymc
+def _process_wide():
+    import pytensor.graph
 
-    fast_compile, seen, make_functions = predefined_modes["FAST_COMPILE"], [], compile_pymc._make_functions
-    limit = config.traceback__limit
-
-    @functools.wraps(make_functions)
-    def failing(*args, **kwargs):
-        seen.append(type(get_mode("FAST_COMPILE").linker).__name__)
-        raise ZeroDivisionError
-
-    monkeypatch.setattr(compile_pymc, "_make_functions", failing)
-    with pytest.raises(ZeroDivisionError):
-        llvm_backend.nutpie.compile_pymc_model(eight_schools())
-    assert seen == ["CachedPerformLinker"]
-    assert predefined_modes["FAST_COMPILE"] is fast_compile
-    assert config.traceback__limit == limit
+    return (
+        predefined_modes["FAST_COMPILE"],
+        predefined_modes["NUMBA"],
+        pytensor.compile.mode.FAST_COMPILE,
+        pytensor.graph.rewrite_graph,
+        pytensor.tensor.grad,
+        config.traceback__limit,
+    )
 
 
-@pytest.mark.parametrize("compile_limit", [0, 2])
-def test_the_graphs_built_in_compile_pymc_model_keep_the_tracebacks_pytensor_keeps_while_compiling(
-    monkeypatch, compile_limit
-):
-    from nutpie import compile_pymc
+def test_compile_pymc_model_changes_nothing_other_threads_see(monkeypatch):
+    from llvm_backend import model_functions
 
-    seen, make_functions, limit = [], compile_pymc._make_functions, config.traceback__limit
+    before, seen, build = _process_wide(), [], model_functions.model_functions
 
-    @functools.wraps(make_functions)
     def spied(*args, **kwargs):
-        seen.append((config.traceback__limit, sum(map(len, (pt.dscalar("x") + 1).tag.trace))))
-        return make_functions(*args, **kwargs)
+        seen.append((_process_wide(), type(kwargs["fast_mode"].linker).__name__))
+        return build(*args, **kwargs)
 
-    monkeypatch.setattr(compile_pymc, "_make_functions", spied)
-    with config.change_flags(traceback__compile_limit=compile_limit):
-        compiled = llvm_backend.nutpie.compile_pymc_model(eight_schools())
-    assert seen == [(compile_limit, compile_limit)]
-    assert config.traceback__limit == limit
-    assert (pt.dscalar("x") + 1).tag.trace
-    trace = nutpie.sample(compiled, draws=20, tune=20, chains=1, progress_bar=False, seed=1)
-    assert np.isfinite(trace.posterior["mu"].values).all()
+    monkeypatch.setattr(model_functions, "model_functions", spied)
+    llvm_backend.nutpie.compile_pymc_model(eight_schools())
+    assert seen == [(before, "CachedPerformLinker")]
+    assert _process_wide() == before
 
 
 def test_a_nutpie_without_the_internals_used_is_named_in_the_error(monkeypatch):
@@ -460,16 +461,15 @@ def test_a_nutpie_without_the_internals_used_is_named_in_the_error(monkeypatch):
 
 
 def test_compile_pymc_model_builds_pymc_s_graphs_with_the_collector_paced(monkeypatch):
-    from nutpie import compile_pymc
+    from llvm_backend import model_functions
 
-    seen, make_functions = [], compile_pymc._make_functions
+    seen, build = [], model_functions.model_functions
 
-    @functools.wraps(make_functions)
     def spied(*args, **kwargs):
         seen.append(gc.get_threshold())
-        return make_functions(*args, **kwargs)
+        return build(*args, **kwargs)
 
-    monkeypatch.setattr(compile_pymc, "_make_functions", spied)
+    monkeypatch.setattr(model_functions, "model_functions", spied)
     before = gc.get_threshold()
     compiled = llvm_backend.nutpie.compile_pymc_model(eight_schools())
     assert seen == [(max(before[0], YOUNG_THRESHOLD), before[1], max(before[2], OLDEST_THRESHOLD))]

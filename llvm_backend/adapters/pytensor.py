@@ -1,0 +1,125 @@
+"""What `llvm_backend` changes in PyTensor (3.3.x) beyond its public registries, each checked before it is made.
+
+PyMC compiles every function on a ``Mode`` it rebuilds from the linker and the query of the mode it is given, so
+a Mode subclass of ours does not reach its compiles: what the LLVM mode does there it does through PyTensor's
+rewrite database and ``Mode`` class, for queries and linkers that are ours alone.
+"""
+
+from pytensor.compile.mode import Mode, optdb, predefined_linkers, predefined_modes
+from pytensor.graph.rewriting.db import SequenceDB
+from pytensor.link.numba.dispatch.basic import numba_funcify, numba_funcify_and_cache_key
+from pytensor.scalar.basic import Composite
+
+from llvm_backend import rewrite_cache
+from llvm_backend.changes import ABSENT, AttributeChange, DispatchOverride, EntryChange, Seam
+from llvm_backend.function import function_maker
+from llvm_backend.lowerings.composite import numba_funcify_Composite, numba_funcify_Composite_without_key
+from llvm_backend.mode import LINKER_NAME, LLVM, MODE_NAME
+
+__all__ = [
+    "COMPOSITE_FUNCIFY",
+    "LLVM_FUNCTIONS",
+    "LLVM_LINKER",
+    "LLVM_MODE",
+    "NUMBA_IS_LLVM",
+    "REWRITE_CACHE_QUERY",
+]
+
+SERIES = "3.3"
+"""The PyTensor release series the changes are written against."""
+
+
+def _unset_query(current) -> str | None:
+    if current is not ABSENT:
+        return f"optdb.query is set already ({current!r})"
+    if not isinstance(optdb, SequenceDB) or not callable(getattr(SequenceDB, "query", None)):
+        return f"optdb is a {type(optdb).__name__} without SequenceDB.query"
+    return None
+
+
+def _a_property(current) -> str | None:
+    return None if isinstance(current, property) else f"Mode.function_maker is {current!r}, not a property"
+
+
+def _registered(current) -> str | None:
+    missing = current.count(ABSENT)
+    return f"Composite has no numba function registered in {missing} of 2 registries" if missing else None
+
+
+def _free(current) -> str | None:
+    return None if current is ABSENT else f"the name is taken by {current!r}"
+
+
+def _a_mode(current) -> str | None:
+    return None if isinstance(current, Mode) else f'predefined_modes["NUMBA"] is {current!r}, not a Mode'
+
+
+REWRITE_CACHE_QUERY = AttributeChange(
+    "rewrite_cache_query",
+    """``optdb.query`` is `rewrite_cache.cached_query` (an attribute of the ``optdb`` object, over
+    `SequenceDB.query`): a query that is ours (`rewrite_cache.is_ours`: it includes our tag) resolves to its
+    rewriters in a `CachedRewriter`, whatever Mode carries the LLVM linker (PyMC's rebuilt Mode too); every
+    other query gets exactly what PyTensor's ``optdb.query`` returns.""",
+    optdb,
+    "query",
+    rewrite_cache.cached_query,
+    seam=Seam("pytensor", SERIES, _unset_query),
+)
+
+LLVM_LINKER = EntryChange(
+    "llvm_linker",
+    """``predefined_linkers["llvm"]`` is the LLVM mode's linker, so ``Mode(linker="llvm")`` finds it. Seen by
+    whoever asks for that name.""",
+    predefined_linkers,
+    LINKER_NAME,
+    LLVM.linker,
+    seam=Seam("pytensor", SERIES, _free),
+)
+
+LLVM_MODE = EntryChange(
+    "llvm_mode",
+    """``predefined_modes["LLVM"]`` is the LLVM mode, so ``mode="LLVM"`` (any case) finds it. Seen by whoever
+    asks for that name.""",
+    predefined_modes,
+    MODE_NAME,
+    LLVM,
+    seam=Seam("pytensor", SERIES, _free),
+)
+
+COMPOSITE_FUNCIFY = DispatchOverride(
+    "composite_funcify",
+    """PyTensor's ``numba_funcify_and_cache_key`` and ``numba_funcify`` give a `Composite` our function
+    (`llvm_backend.lowerings.composite`): a Composite inside a node stock lowers during the LLVM linker's
+    conversion (an Elemwise our loops do not take, a Blockwise, an inner graph) is typed a node at a time.
+    Every other call, stock NUMBA's included, gets stock's function and key: ours hands it on unless the
+    calling context (a `ContextVar`, set by `lowering_composites`; each thread starts without it) is inside
+    our conversion. Whoever reads those two registries for Composite sees our function.""",
+    Composite,
+    [
+        (numba_funcify_and_cache_key, numba_funcify_Composite),
+        (numba_funcify, numba_funcify_Composite_without_key),
+    ],
+    seam=Seam("pytensor", SERIES, _registered),
+)
+
+LLVM_FUNCTIONS = AttributeChange(
+    "llvm_functions",
+    """``Mode.function_maker`` is `llvm_backend.function.function_maker`: a mode whose linker is ours makes
+    `LLVMFunction`\\ s (safe to call from several threads), whatever Mode carries the linker (PyMC's
+    ``compile`` rebuilds a plain one on it). Every other mode gets PyTensor's `FunctionMaker`, as before.""",
+    Mode,
+    "function_maker",
+    property(function_maker),
+    seam=Seam("pytensor", SERIES, _a_property),
+)
+
+NUMBA_IS_LLVM = EntryChange(
+    "numba_is_llvm",
+    """``predefined_modes["NUMBA"]`` is the LLVM mode while ``llvm_backend.nutpie.numba_is_llvm()`` is open, as
+    the code opening it asks: every compile of the process asking for "NUMBA", in any thread, gets "LLVM". Not
+    applied on import.""",
+    predefined_modes,
+    "NUMBA",
+    LLVM,
+    seam=Seam("pytensor", SERIES, _a_mode),
+)

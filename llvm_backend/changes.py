@@ -12,6 +12,7 @@ and the library is left as it is. This module imports nothing of the package's; 
 import importlib
 import importlib.abc
 import importlib.metadata
+import inspect
 import sys
 import warnings
 from collections.abc import Callable
@@ -28,6 +29,7 @@ __all__ = [
     "ImportedAttributeChange",
     "OptdbRegistration",
     "Seam",
+    "takes_parameters",
 ]
 
 
@@ -52,6 +54,18 @@ class Seam:
             return f"{self.library} {version} is not {self.series}.x, which llvm_backend was written against"
         shape = self.shape(target)
         return None if shape is None else f"{self.library} {version}: {shape}"
+
+
+def takes_parameters(function: str, parameters: tuple[str, ...]) -> Callable[[object], str | None]:
+    """A `Seam` shape: the current value is a function (named ``function`` in the message) with ``parameters``."""
+
+    def shape(current) -> str | None:
+        if current is ABSENT or not callable(current):
+            return f"there is no function {function}"
+        missing = [name for name in parameters if name not in inspect.signature(current).parameters]
+        return f"its {function} has no parameter {', '.join(missing)}" if missing else None
+
+    return shape
 
 
 class Change:

@@ -10,7 +10,7 @@ import dataclasses
 import importlib.metadata
 import inspect
 
-from llvm_backend.changes import ABSENT, ImportedAttributeChange, Seam
+from llvm_backend.changes import ImportedAttributeChange, Seam, takes_parameters
 
 __all__ = ["COMPILE_PARAMETERS", "INTERNALS", "NUTPIE_COMPILE_ON_LLVM", "compile_pymc"]
 
@@ -84,13 +84,6 @@ def compile_pymc():
     return module
 
 
-def _compiles_models(current) -> str | None:
-    if current is ABSENT or not callable(current):
-        return "nutpie has no function compile_pymc_model"
-    missing = [name for name in COMPILE_PARAMETERS if name not in inspect.signature(current).parameters]
-    return f"its compile_pymc_model has no parameter {', '.join(missing)}" if missing else None
-
-
 NUTPIE_COMPILE_ON_LLVM = ImportedAttributeChange(
     "nutpie_compile_on_llvm",
     """nutpie's ``nutpie.compile_pymc_model`` is `llvm_backend.nutpie.nutpie_compile` over it: within a
@@ -100,5 +93,5 @@ NUTPIE_COMPILE_ON_LLVM = ImportedAttributeChange(
     "nutpie",
     "compile_pymc_model",
     "llvm_backend.nutpie:nutpie_compile",
-    seam=Seam("nutpie", SERIES, _compiles_models),
+    seam=Seam("nutpie", SERIES, takes_parameters("compile_pymc_model", COMPILE_PARAMETERS)),
 )

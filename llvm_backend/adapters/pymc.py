@@ -6,21 +6,12 @@ offers no argument of its own to pass one: its private ``_sample_external_nuts``
 (`llvm_backend.nutpie.sample_external_nuts`) to mark, in the calling context, a call that asked for LLVM.
 """
 
-import inspect
-
-from llvm_backend.changes import ABSENT, ImportedAttributeChange, Seam
+from llvm_backend.changes import ImportedAttributeChange, Seam, takes_parameters
 
 __all__ = ["PYMC_NUTPIE_ON_LLVM", "SAMPLE_PARAMETERS"]
 
 SAMPLE_PARAMETERS = ("sampler", "compile_kwargs", "nuts_kwargs")
 """The parameters of PyMC's ``_sample_external_nuts`` that `llvm_backend.nutpie.sample_external_nuts` reads."""
-
-
-def _takes_the_mode(current) -> str | None:
-    if current is ABSENT or not callable(current):
-        return "pymc.sampling.mcmc has no function _sample_external_nuts"
-    missing = [name for name in SAMPLE_PARAMETERS if name not in inspect.signature(current).parameters]
-    return f"its nutpie call has no parameter {', '.join(missing)}" if missing else None
 
 
 PYMC_NUTPIE_ON_LLVM = ImportedAttributeChange(
@@ -34,5 +25,5 @@ PYMC_NUTPIE_ON_LLVM = ImportedAttributeChange(
     "pymc.sampling.mcmc",
     "_sample_external_nuts",
     "llvm_backend.nutpie:sample_external_nuts",
-    seam=Seam("pymc", "6.4", _takes_the_mode),
+    seam=Seam("pymc", "6.4", takes_parameters("_sample_external_nuts", SAMPLE_PARAMETERS)),
 )

@@ -292,7 +292,9 @@ def test_another_pymc_s_or_nutpie_s_functions_are_left_as_they_are():
         return model
 
     pymc_problem = PYMC_NUTPIE_ON_LLVM.module_seam.problem(_sample_external_nuts)
-    assert pymc_problem == f"pymc {pm.__version__}: its nutpie call has no parameter compile_kwargs, nuts_kwargs"
+    assert (
+        pymc_problem == f"pymc {pm.__version__}: its _sample_external_nuts has no parameter compile_kwargs, nuts_kwargs"
+    )
     nutpie_problem = NUTPIE_COMPILE_ON_LLVM.module_seam.problem(compile_pymc_model)
     assert nutpie_problem.startswith(f"nutpie {nutpie.__version__}: its compile_pymc_model has no parameter")
     assert PYMC_NUTPIE_ON_LLVM.module_seam.problem(mcmc_original()) is None

@@ -28,6 +28,7 @@ __all__ = [
     "EntryChange",
     "ImportedAttributeChange",
     "OptdbRegistration",
+    "Registration",
     "Seam",
     "takes_parameters",
 ]
@@ -189,6 +190,19 @@ class EntryChange(Change):
             del self.table[self.key]
         else:
             self.table[self.key] = self._previous
+
+
+class Registration(EntryChange):
+    """``value`` registered as ``key`` by the library's own ``register(key, value)``, which adds it to ``table``;
+    reverting removes the entry (the library has no function for that)."""
+
+    def __init__(self, name: str, doc: str, register: Callable, table: dict, key, value, seam: Seam | None = None):
+        super().__init__(name, doc, table, key, value, seam)
+        self.register = register
+
+    def _apply(self) -> None:
+        self._previous = ABSENT
+        self.register(self.key, self.value)
 
 
 class DispatchOverride(Change):

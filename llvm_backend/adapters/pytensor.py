@@ -5,13 +5,13 @@ a Mode subclass of ours does not reach its compiles: what the LLVM mode does the
 rewrite database and ``Mode`` class, for queries and linkers that are ours alone.
 """
 
-from pytensor.compile.mode import Mode, optdb, predefined_linkers, predefined_modes
+from pytensor.compile.mode import Mode, optdb, predefined_linkers, predefined_modes, register_linker, register_mode
 from pytensor.graph.rewriting.db import SequenceDB
 from pytensor.link.numba.dispatch.basic import numba_funcify, numba_funcify_and_cache_key
 from pytensor.scalar.basic import Composite
 
 from llvm_backend import rewrite_cache
-from llvm_backend.changes import ABSENT, AttributeChange, DispatchOverride, EntryChange, Seam
+from llvm_backend.changes import ABSENT, AttributeChange, DispatchOverride, EntryChange, Registration, Seam
 from llvm_backend.function import function_maker
 from llvm_backend.lowerings.composite import numba_funcify_Composite, numba_funcify_Composite_without_key
 from llvm_backend.mode import LINKER_NAME, LLVM, MODE_NAME
@@ -66,20 +66,22 @@ REWRITE_CACHE_QUERY = AttributeChange(
     seam=Seam("pytensor", SERIES, _unset_query),
 )
 
-LLVM_LINKER = EntryChange(
+LLVM_LINKER = Registration(
     "llvm_linker",
-    """``predefined_linkers["llvm"]`` is the LLVM mode's linker, so ``Mode(linker="llvm")`` finds it. Seen by
-    whoever asks for that name.""",
+    """``register_linker("llvm", ...)``: ``predefined_linkers["llvm"]`` is the LLVM mode's linker, so
+    ``Mode(linker="llvm")`` finds it. Seen by whoever asks for that name.""",
+    register_linker,
     predefined_linkers,
     LINKER_NAME,
     LLVM.linker,
     seam=Seam("pytensor", SERIES, _free),
 )
 
-LLVM_MODE = EntryChange(
+LLVM_MODE = Registration(
     "llvm_mode",
-    """``predefined_modes["LLVM"]`` is the LLVM mode, so ``mode="LLVM"`` (any case) finds it. Seen by whoever
-    asks for that name.""",
+    """``register_mode("LLVM", ...)``: ``predefined_modes["LLVM"]`` is the LLVM mode, so ``mode="LLVM"`` (any case)
+    finds it. Seen by whoever asks for that name.""",
+    register_mode,
     predefined_modes,
     MODE_NAME,
     LLVM,

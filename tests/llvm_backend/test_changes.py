@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 import pytest
 
-from llvm_backend.changes import ABSENT, AttributeChange, EntryChange, ImportedAttributeChange, Seam
+from llvm_backend.changes import ABSENT, AttributeChange, EntryChange, ImportedAttributeChange, Registration, Seam
 
 
 def _module(tmp_path, monkeypatch, name):
@@ -115,3 +115,16 @@ def test_an_imported_attribute_change_checks_its_seam_on_the_module_s_attribute(
         change.revert()
     assert module.f(1) == 2
     assert sys.modules["checked_module"] is module
+
+
+def test_a_registration_goes_through_the_library_s_own_function_and_reverts():
+    table, calls = {}, []
+
+    def register(key, value):
+        calls.append((key, value))
+        table[key] = value
+
+    change = Registration("entry", "an entry", register, table, "key", 2)
+    assert change.apply() and not change.apply()
+    assert calls == [("key", 2)] and table == {"key": 2}
+    assert change.revert() and table == {}

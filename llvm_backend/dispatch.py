@@ -10,7 +10,7 @@ Each node's lowering is decided once per graph, in a `LoweringPlan` (`plan_graph
 node's numba function from a `LoweringContext` holding the node and its entry, through its record's funcify,
 cached under a key salted with the lowering's version; every other node falls back, explicitly, to PyTensor's
 stock numba function and its own cache entry, which it shares with ``mode="NUMBA"``. This module writes to none of
-PyTensor's dispatch tables; the package's one entry there, `Composite`'s, is ``llvm_backend.process``'s
+PyTensor's dispatch tables; the package's one entry there, `Composite`'s, is ``llvm_backend.adapters.pytensor``'s
 ``composite_funcify``.
 """
 

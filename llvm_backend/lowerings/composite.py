@@ -24,10 +24,10 @@ stock's functions, so the arithmetic and the values are stock's. Outside the LLV
 not active) stock's lowering runs unchanged.
 
 From import on, PyTensor's ``numba_funcify_and_cache_key`` and ``numba_funcify`` give a Composite
-`numba_funcify_Composite` (``composite_funcify`` in ``llvm_backend.process``, reverted there): stock lowers some
-nodes around a Composite (an Elemwise our loops do not take, a Blockwise, an inner graph) and looks its scalar op
-up in those tables. The table entry is the same for every thread and never swapped during a conversion; which
-lowering a call gets is the calling context's (`lowering_composites` sets a `ContextVar`, and each thread starts
+`numba_funcify_Composite` (``composite_funcify`` in ``llvm_backend.adapters.pytensor``, reverted there): stock
+lowers some nodes around a Composite (an Elemwise our loops do not take, a Blockwise, an inner graph) and looks
+its scalar op up in those tables. The table entry is the same for every thread and never swapped during a
+conversion; which lowering a call gets is the calling context's (`lowering_composites` sets a `ContextVar`, and each thread starts
 without it), so a stock NUMBA compile in another thread gets stock's function and key meanwhile.
 
 A Composite node of a graph, and the scalar function of a loop over one (`llvm_backend.lowerings.loops`), is
@@ -252,7 +252,7 @@ def lower_composite(context):
 
 
 def numba_funcify_Composite(op, node, **kwargs):
-    """PyTensor's ``numba_funcify_and_cache_key`` for `Composite` while ``llvm_backend.process``'s
+    """PyTensor's ``numba_funcify_and_cache_key`` for `Composite` while ``llvm_backend.adapters.pytensor``'s
     ``composite_funcify`` is applied (from import on): stock's function and key, unless the calling context is
     inside `lowering_composites`; there an ``@njit`` function running the plan, for stock's lowerings of the
     nodes around it."""

@@ -33,9 +33,9 @@ derived from it, PyMC's ``compile``, which rebuilds a plain ``Mode`` from the mo
 `rewrite_graph_through_cache` gives PyTensor's ``rewrite_graph`` through the cache. ``gradient`` stores
 gradients: `grad_through_cache` gives ``pytensor.grad`` through the cache.
 Importing the package makes `cached_query` PyTensor's ``optdb.query``
-(``rewrite_cache_query`` in ``llvm_backend.process``), which wraps such a query's rewriters in a `CachedRewriter`
-and returns every other query's as PyTensor builds them. The key includes the linker of the mode compiling the
-graph.
+(``rewrite_cache_query`` in ``llvm_backend.adapters.pytensor``), which wraps such a query's rewriters in a
+`CachedRewriter` and returns every other query's as PyTensor builds them. The key includes the linker of the mode
+compiling the graph.
 
 The layers, one module each: ``fingerprint`` (what identifies code, classes, rewriters and flags), ``keys``
 (the key of a graph), ``install`` (a stored graph put in place), ``store`` (the files on disk),

@@ -81,7 +81,7 @@ def _query_of(tags) -> RewriteDatabaseQuery:
 
 
 def cached_query(*tags, **kwargs) -> GraphRewriter:
-    """``optdb.query`` while ``llvm_backend.process``'s ``rewrite_cache_query`` is applied: what PyTensor's
+    """``optdb.query`` while ``llvm_backend.adapters.pytensor``'s ``rewrite_cache_query`` is applied: what PyTensor's
     `SequenceDB.query` of ``optdb`` returns, in a `CachedRewriter` when the query `is_ours` and the cache is
     `enabled`; for every other query, PyTensor's own result, unchanged."""
     sequence = SequenceDB.query(optdb, *tags, **kwargs)

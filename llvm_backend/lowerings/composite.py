@@ -27,8 +27,8 @@ From import on, PyTensor's ``numba_funcify_and_cache_key`` and ``numba_funcify``
 `numba_funcify_Composite` (``composite_funcify`` in ``llvm_backend.adapters.pytensor``, reverted there): stock
 lowers some nodes around a Composite (an Elemwise our loops do not take, a Blockwise, an inner graph) and looks
 its scalar op up in those tables. The table entry is the same for every thread and never swapped during a
-conversion; which lowering a call gets is the calling context's (`lowering_composites` sets a `ContextVar`, and each thread starts
-without it), so a stock NUMBA compile in another thread gets stock's function and key meanwhile.
+conversion; which lowering a call gets is the calling context's (`lowering_composites` sets a `ContextVar`, and
+each thread starts without it), so a stock NUMBA compile in another thread gets stock's function and key meanwhile.
 
 A Composite node of a graph, and the scalar function of a loop over one (`llvm_backend.lowerings.loops`), is
 `composite_intrinsic`'s: the plan emitted where it is called, in the graph function's module, with no

@@ -28,6 +28,7 @@ from pytensor.misc.frozendict import frozendict
 
 __all__ = [
     "OWN_PACKAGES",
+    "PROBED_FLAGS",
     "UNKEYED_FLAGS",
     "Uncacheable",
     "class_identity",
@@ -360,16 +361,19 @@ def versions(layout: int) -> str:
     return repr((layout, sys.version, *map(package_identity, packages)))
 
 
+PROBED_FLAGS = ("blas__ldflags", "gcc_version_str")
+"""Flags whose default PyTensor computes by probing the machine, read only by rewrites of C code, which the LLVM
+linker excludes: keyed by the value the user set, else as the machine's default, whether or not the process has
+computed it yet, so two processes on one machine key alike and the cache probes nothing itself."""
+
+
 def _flag_value(name: str) -> str:
-    """The flag's value; for a flag whose default PyTensor computes on first read by probing the machine
-    (``blas__ldflags``) and which nothing has read, that it was not read: the rewrites that read one
-    compute it then, so two processes on one machine key alike, and the cache computes none of them itself."""
-    param = config._config_var_dict[name]
-    if not hasattr(param, "val") and callable(param.default):
+    """The flag's value, or for one of `PROBED_FLAGS` the value the user set or that it is the default."""
+    if name in PROBED_FLAGS:
         try:
             return config.fetch_val_for_key(name)
         except KeyError:
-            return "<default, not computed>"
+            return "<the machine's default>"
     return str(getattr(config, name))
 
 

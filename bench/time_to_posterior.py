@@ -7,7 +7,7 @@ compiles the model and samples one chain of 200 tuning and 200 kept draws in a f
 (cold), then again in a second fresh process on the caches the first filled (warm). A `PhaseTimer` splits that
 span into the exclusive seconds of each of `PHASES`:
 
-- ``graph``: PyMC graph building: nutpie's ``_make_functions`` (under LLVM ``llvm_backend.model_functions``'s
+- ``graph``: PyMC graph building: nutpie's ``_make_functions`` (under LLVM ``llvm_backend.nutpie.model_functions``'s
   ``model_functions`` and ``initial_point_function``: ``model.logp()``, the gradient, the joined
   and expanded graphs, ``clone_replace``, PyTensor's ``FunctionGraph`` of each function), PyMC's
   ``make_initial_point_fn`` and ``freeze_dims_and_data``;
@@ -81,8 +81,8 @@ PHASES = {
 """Each phase and its title, in the order of the table's columns and of the plot's stacks."""
 WRAPPED = (
     ("nutpie.compile_pymc", "_make_functions", GRAPH),
-    ("llvm_backend.model_functions", "model_functions", GRAPH),
-    ("llvm_backend.model_functions", "initial_point_function", GRAPH),
+    ("llvm_backend.nutpie.model_functions", "model_functions", GRAPH),
+    ("llvm_backend.nutpie.model_functions", "initial_point_function", GRAPH),
     ("pymc.initial_point", "make_initial_point_fn", GRAPH),
     ("pymc.model.transform.optimization", "freeze_dims_and_data", GRAPH),
     ("pytensor.graph", "rewrite_graph", REWRITING),

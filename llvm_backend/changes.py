@@ -81,6 +81,11 @@ class Change:
         self.applied = False
         self.disabled: str | None = None
 
+    @property
+    def checked(self) -> Seam | None:
+        """The seam checked before the change is made, if any."""
+        return self.seam
+
     def apply(self) -> bool:
         """Make the change unless it is made already or its seam does not match; whether it was made now."""
         if self.applied or self._refused(self.seam, self._current):
@@ -279,6 +284,11 @@ class ImportedAttributeChange(Change):
         self.module, self.attribute, self.wrap, self.module_seam = module, attribute, wrap, seam
         self._finder = _OnImport(module, self._patch)
         self._patched = None
+
+    @property
+    def checked(self) -> Seam | None:
+        """The seam checked on the module's attribute when the module is imported."""
+        return self.module_seam
 
     def _wrapper(self) -> Callable:
         if callable(self.wrap):

@@ -2,10 +2,11 @@
 
 `CHANGES` is what ``import llvm_backend`` does, applied in that order by `register` (which the import calls). Each
 is a `Change` (``llvm_backend.changes``) whose docstring says what it changes, why, and who sees it; those touching
-another library's internals live in that library's adapter (``llvm_backend.adapters``) with the seam checked
-before they are made. ``apply()`` makes a change and ``revert()`` puts back exactly what was there before; both
-are idempotent, so importing twice or calling `register` again changes nothing more, and `revert_all` undoes the
-import's changes in the reverse order. One more is made only while code asks for it:
+PyTensor's internals live in its adapter (``llvm_backend.adapters.pytensor``), PyMC's and nutpie's in the
+``llvm_backend.nutpie`` subpackage (its ``CHANGES``), each with the seam checked before it is made. ``apply()``
+makes a change and ``revert()`` puts back exactly what was there before; both are idempotent, so importing twice
+or calling `register` again changes nothing more, and `revert_all` undoes the import's changes in the reverse
+order. One more is made only while code asks for it:
 ``llvm_backend.nutpie.numba_is_llvm()`` holds ``adapters.pytensor.NUMBA_IS_LLVM``.
 
 One more is made only while the LLVM mode compiles, and put back when the last compile ends, so it is no
@@ -19,7 +20,8 @@ using its linker.
 
 import llvmlite.binding as llvm
 
-from llvm_backend.adapters import nutpie, pymc, pytensor
+from llvm_backend import nutpie
+from llvm_backend.adapters import pytensor
 from llvm_backend.builtins import powi_symbols
 from llvm_backend.changes import Change, OptdbRegistration
 from llvm_backend.linker import REWRITE_TAG
@@ -104,8 +106,7 @@ CHANGES: tuple[Change, ...] = (
     pytensor.LLVM_MODE,
     pytensor.COMPOSITE_FUNCIFY,
     pytensor.LLVM_FUNCTIONS,
-    pymc.PYMC_NUTPIE_ON_LLVM,
-    nutpie.NUTPIE_COMPILE_ON_LLVM,
+    *nutpie.CHANGES,
 )
 """What ``import llvm_backend`` changes, in the order `register` applies them."""
 

@@ -1,15 +1,16 @@
-"""The ``llvm-backend`` command: ``report``, ``ir``, ``lowerings``, ``cache`` and ``fuzz``, and the subcommands
-installed packages register in the entry-point group ``llvm_backend.commands`` (the bench's ``bench``): each entry
-point is a function given the subparsers action, which adds its parser and sets ``run``."""
+"""The ``llvm-backend`` command: ``report``, ``ir``, ``lowerings``, ``changes``, ``cache`` and ``fuzz``, and the
+subcommands installed packages register in the entry-point group ``llvm_backend.commands`` (the bench's ``bench``):
+each entry point is a function given the subparsers action, which adds its parser and sets ``run``."""
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Callable
 from importlib.metadata import entry_points
 from pathlib import Path
 
-__all__ = ["COMMAND_PLUGINS", "UsageError", "lowerings_table", "main"]
+__all__ = ["COMMAND_PLUGINS", "UsageError", "changes_table", "lowerings_table", "main"]
 
 COMMAND_PLUGINS = "llvm_backend.commands"
 """The entry-point group of subcommands other packages add to ``llvm-backend``."""
@@ -200,6 +201,41 @@ def _add_lowerings(commands) -> None:
     lowerings.set_defaults(run=_lowerings)
 
 
+def _first_sentence(doc: str) -> str:
+    """The first sentence of a docstring, on one line."""
+    return re.split(r"(?<=\.)\s+(?=[A-Z`])", " ".join(doc.split()), maxsplit=1)[0]
+
+
+def changes_table() -> str:
+    """Every process-wide change as a Markdown table, in the order ``import llvm_backend`` makes them
+    (``llvm_backend.process.CHANGES``), then ``NUMBA_IS_LLVM``, made only while ``numba_is_llvm()`` is open: its
+    name, its kind (the `Change` subclass), the library release series its seam is checked against, and the first
+    sentence of its docstring."""
+    from llvm_backend.adapters.pytensor import NUMBA_IS_LLVM
+    from llvm_backend.process import CHANGES
+
+    header = ["change", "kind", "checked against", "what it changes"]
+    lines = [f"| {' | '.join(header)} |", f"| {' | '.join('---' for _ in header)} |"]
+    for change in (*CHANGES, NUMBA_IS_LLVM):
+        seam = change.checked
+        checked = "-" if seam is None else f"{seam.library} {seam.series}.x"
+        row = [f"`{change.name}`", type(change).__name__, checked, _first_sentence(change.__doc__)]
+        lines.append(f"| {' | '.join(cell.replace('|', '\\|') for cell in row)} |")
+    return "\n".join(lines)
+
+
+def _changes(args) -> int:
+    print(changes_table())
+    return 0
+
+
+def _add_changes(commands) -> None:
+    changes = commands.add_parser(
+        "changes", help="what importing llvm_backend changes in PyTensor, PyMC, nutpie and numba, and the checks"
+    )
+    changes.set_defaults(run=_changes)
+
+
 def _add_cache(commands) -> None:
     cache = commands.add_parser("cache", help="the LLVM mode's cache of rewritten graphs: its size, or clear it")
     cache.add_argument("action", choices=["info", "clear"], nargs="?", default="info")
@@ -250,13 +286,14 @@ def _add_fuzz(commands) -> None:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="llvm-backend",
-        description="Measure, inspect, benchmark and fuzz PyTensor's LLVM mode: report, ir, bench, lowerings, cache "
-        "and fuzz.",
+        description="Measure, inspect, benchmark and fuzz PyTensor's LLVM mode: report, ir, bench, lowerings, cache, "
+        "changes and fuzz.",
     )
     commands = parser.add_subparsers(dest="command", required=True)
     _add_report(commands)
     _add_ir(commands)
     _add_lowerings(commands)
+    _add_changes(commands)
     _add_cache(commands)
     _add_fuzz(commands)
     for plugin in sorted(entry_points(group=COMMAND_PLUGINS), key=lambda entry: entry.name):

@@ -1,4 +1,4 @@
-"""`llvm_backend.model_functions` against nutpie 0.16's ``_make_functions`` and ``_prepare_dims_and_coords``, on
+"""`llvm_backend.nutpie.model_functions` against nutpie 0.16's ``_make_functions`` and ``_prepare_dims_and_coords``, on
 real PyMC models, and the modes and callables it is given being the only ones it uses."""
 
 import numpy as np
@@ -17,7 +17,7 @@ from pytensor.gradient import grad
 from pytensor.graph.rewriting.utils import rewrite_graph
 
 from llvm_backend.linker import LLVMLinker
-from llvm_backend.model_functions import (
+from llvm_backend.nutpie.model_functions import (
     UNCONSTRAINED_PARAMETER,
     ModelFunctions,
     dims_and_coords,

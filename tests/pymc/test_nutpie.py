@@ -282,8 +282,8 @@ def test_pymc_sampling_is_wrapped_by_the_import_and_unwrapped_by_revert_all():
 
 
 def test_another_pymc_s_or_nutpie_s_functions_are_left_as_they_are():
-    from llvm_backend.adapters.nutpie import NUTPIE_COMPILE_ON_LLVM
-    from llvm_backend.adapters.pymc import PYMC_NUTPIE_ON_LLVM
+    from llvm_backend.nutpie.nutpie_adapter import NUTPIE_COMPILE_ON_LLVM
+    from llvm_backend.nutpie.pymc_adapter import PYMC_NUTPIE_ON_LLVM
 
     def _sample_external_nuts(sampler, **kwargs):
         return sampler
@@ -440,7 +440,7 @@ def _process_wide():
 
 
 def test_compile_pymc_model_changes_nothing_other_threads_see(monkeypatch):
-    from llvm_backend import model_functions
+    from llvm_backend.nutpie import model_functions
 
     before, seen, build = _process_wide(), [], model_functions.model_functions
 
@@ -463,7 +463,7 @@ def test_a_nutpie_without_the_internals_used_is_named_in_the_error(monkeypatch):
 
 
 def test_compile_pymc_model_builds_pymc_s_graphs_with_the_collector_paced(monkeypatch):
-    from llvm_backend import model_functions
+    from llvm_backend.nutpie import model_functions
 
     seen, build = [], model_functions.model_functions
 

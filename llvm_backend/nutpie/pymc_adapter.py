@@ -24,6 +24,6 @@ PYMC_NUTPIE_ON_LLVM = ImportedAttributeChange(
     "LLVM"})`` samples on stock NUMBA kernels.""",
     "pymc.sampling.mcmc",
     "_sample_external_nuts",
-    "llvm_backend.nutpie:sample_external_nuts",
+    "llvm_backend.nutpie.sampling:sample_external_nuts",
     seam=Seam("pymc", "6.4", takes_parameters("_sample_external_nuts", SAMPLE_PARAMETERS)),
 )

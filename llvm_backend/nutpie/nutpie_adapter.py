@@ -92,6 +92,6 @@ NUTPIE_COMPILE_ON_LLVM = ImportedAttributeChange(
     is nutpie's own. Made when nutpie is imported; the package does not import nutpie.""",
     "nutpie",
     "compile_pymc_model",
-    "llvm_backend.nutpie:nutpie_compile",
+    "llvm_backend.nutpie.sampling:nutpie_compile",
     seam=Seam("nutpie", SERIES, takes_parameters("compile_pymc_model", COMPILE_PARAMETERS)),
 )

@@ -9,8 +9,8 @@ import time
 
 import numpy as np
 
-from llvm_backend.tools.fuzz.oracle import JUDGING, report_stage
-from llvm_backend.tools.fuzz.runner import check_spec
+from llvm_backend_devtools.fuzz.oracle import JUDGING, report_stage
+from llvm_backend_devtools.fuzz.runner import check_spec
 
 _checked = 0
 

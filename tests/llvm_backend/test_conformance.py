@@ -17,10 +17,10 @@ from pytensor.compile.mode import get_mode
 from pytensor.link.numba.linker import NumbaLinker
 
 from llvm_backend.linker import REWRITE_TAG, LLVMLinker
-from llvm_backend.tools.conformance.junit import count, read_outcomes
-from llvm_backend.tools.conformance.plugin import stock_equivalent
-from llvm_backend.tools.conformance.runner import import_path, main, regressions, table
-from llvm_backend.tools.conformance.suite import (
+from llvm_backend_devtools.conformance.junit import count, read_outcomes
+from llvm_backend_devtools.conformance.plugin import stock_equivalent
+from llvm_backend_devtools.conformance.runner import import_path, main, regressions, table
+from llvm_backend_devtools.conformance.suite import (
     MissingTag,
     extract_suite,
     missing_tag,
@@ -162,7 +162,15 @@ def repo(tmp_path_factory) -> Path:
 
 def run_plugin(tree: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
     """pytest with the plugin in ``--llvm-mode`` on the synthetic suite in ``tree``."""
-    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "llvm_backend.tools.conformance.plugin"]
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "llvm_backend_devtools.conformance.plugin",
+    ]
     return subprocess.run([*command, "--llvm-mode", *args], cwd=tree, env=env, capture_output=True, text=True)
 
 

@@ -23,9 +23,9 @@ from llvm_backend import rewrite_cache
 from llvm_backend.dispatch import LOWERINGS, register_lowering
 from llvm_backend.rewrite_cache.install import install
 from llvm_backend.tools.cli import main
-from llvm_backend.tools.fuzz.generator import FAMILIES, graphs
-from llvm_backend.tools.fuzz.isolated import WorkerError, run_isolated
-from llvm_backend.tools.fuzz.oracle import (
+from llvm_backend_devtools.fuzz.generator import FAMILIES, graphs
+from llvm_backend_devtools.fuzz.isolated import WorkerError, run_isolated
+from llvm_backend_devtools.fuzz.oracle import (
     CACHED,
     Run,
     _jit_fn_findings,
@@ -33,8 +33,8 @@ from llvm_backend.tools.fuzz.oracle import (
     check,
     reporting_stages,
 )
-from llvm_backend.tools.fuzz.reproducer import write_reproducer
-from llvm_backend.tools.fuzz.runner import PENDING, TRACKED, graph_coverage, run
+from llvm_backend_devtools.fuzz.reproducer import write_reproducer
+from llvm_backend_devtools.fuzz.runner import PENDING, TRACKED, graph_coverage, run
 
 BOUNDED_SEED = 5
 BOUNDED_GRAPHS = 35

@@ -17,7 +17,7 @@ from llvm_backend_intrinsics.join import linear_join
 from llvm_backend_intrinsics.reduction import full_reduce
 
 BACKEND = Path(llvm_backend.__file__).parent
-TOOL_PACKAGES = ("llvm_backend.tools", "llvm_backend_bench")
+TOOL_PACKAGES = ("llvm_backend.tools", "llvm_backend_bench", "llvm_backend_devtools")
 
 
 def test_importing_the_backend_imports_no_tool():

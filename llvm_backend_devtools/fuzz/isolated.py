@@ -1,7 +1,7 @@
 """The fuzzing loop in a child process, so a graph that kills the process (an LLVM abort, a segfault) is a
 crash in the summary and the run goes on.
 
-`run_isolated` starts ``python -m llvm_backend.tools.fuzz.isolated REQUEST`` with the budget left. The child
+`run_isolated` starts ``python -m llvm_backend_devtools.fuzz.isolated REQUEST`` with the budget left. The child
 runs `runner.run`, writes its summary to a state file after each graph and prints one line per step on stderr,
 and one per mode it compiles a graph under (`oracle.reporting_stages`). When it dies from a signal, or is
 stopped for spending more than ``graph_seconds`` on one mode's compile and call or growing by more than
@@ -28,9 +28,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from llvm_backend.tools.fuzz.oracle import JUDGING, reporting_stages
-from llvm_backend.tools.fuzz.reproducer import write_crash
-from llvm_backend.tools.fuzz.runner import PENDING, Summary, check_spec, run
+from llvm_backend_devtools.fuzz.oracle import JUDGING, reporting_stages
+from llvm_backend_devtools.fuzz.reproducer import write_crash
+from llvm_backend_devtools.fuzz.runner import PENDING, Summary, check_spec, run
 
 __all__ = ["GRAPH_BYTES", "GRAPH_SECONDS", "WorkerError", "run_isolated"]
 
@@ -181,7 +181,7 @@ def _run_child(request: dict, done: Summary, start: float, progress, limits: tup
     end = _ChildEnd()
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as file:
         json.dump(request, file)
-    command = [sys.executable, "-m", "llvm_backend.tools.fuzz.isolated", file.name]
+    command = [sys.executable, "-m", "llvm_backend_devtools.fuzz.isolated", file.name]
     try:
         with subprocess.Popen(command, stderr=subprocess.PIPE, text=True, errors="replace") as child:
             watchdog = threading.Thread(target=_watch, args=(child, end, *limits), daemon=True)

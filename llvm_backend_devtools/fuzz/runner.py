@@ -27,10 +27,10 @@ from pytensor.tensor.rewriting.scalarize import ScalarCAReduce, ScalarizedElemwi
 from llvm_backend.dispatch import LOWERINGS, lowering_for
 from llvm_backend.lowerings.join import filled_joins
 from llvm_backend.rewrites.hoist import hoist_invariants
-from llvm_backend.tools.fuzz import generator
-from llvm_backend.tools.fuzz.generator import FAMILIES, GraphSpec
-from llvm_backend.tools.fuzz.oracle import Outcome, check, report_stage
-from llvm_backend.tools.fuzz.reproducer import reproducer_source, write_reproducer
+from llvm_backend_devtools.fuzz import generator
+from llvm_backend_devtools.fuzz.generator import FAMILIES, GraphSpec
+from llvm_backend_devtools.fuzz.oracle import Outcome, check, report_stage
+from llvm_backend_devtools.fuzz.reproducer import reproducer_source, write_reproducer
 
 __all__ = ["PENDING", "TRACKED", "FuzzFailure", "Summary", "check_spec", "run", "write_pending"]
 

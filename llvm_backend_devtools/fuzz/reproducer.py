@@ -8,8 +8,8 @@ mismatch or crash.
 import hashlib
 from pathlib import Path
 
-from llvm_backend.tools.fuzz.generator import IMPORTS, GraphSpec
-from llvm_backend.tools.fuzz.oracle import Outcome
+from llvm_backend_devtools.fuzz.generator import IMPORTS, GraphSpec
+from llvm_backend_devtools.fuzz.oracle import Outcome
 
 __all__ = ["NOT_CHECKED", "reproducer_source", "write_crash", "write_reproducer"]
 
@@ -19,7 +19,7 @@ _MAIN = """
 
 if __name__ == "__main__":
     import llvm_backend  # noqa: F401  (registers the LLVM mode)
-    from llvm_backend.tools.fuzz.oracle import check
+    from llvm_backend_devtools.fuzz.oracle import check
 
     inputs, outputs = build()
     outcome = check(inputs, outputs, values, stock={stock})

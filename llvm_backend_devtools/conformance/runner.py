@@ -1,7 +1,7 @@
-"""``python -m llvm_backend.tools.conformance``: PyTensor's numba suite under stock NUMBA, then under LLVM.
+"""``python -m llvm_backend_devtools.conformance``: PyTensor's numba suite under stock NUMBA, then under LLVM.
 
 Both runs are pytest subprocesses in the extracted suite (its rootdir), with the same environment; the
-LLVM run adds ``-p llvm_backend.tools.conformance.plugin --llvm-mode``. They run one after the other, echoing
+LLVM run adds ``-p llvm_backend_devtools.conformance.plugin --llvm-mode``. They run one after the other, echoing
 their output, or with ``--concurrent`` at the same time (a core each; their output goes to the logs only).
 The runner prints a table of outcome counts from their JUnit reports and the tests that pass under stock
 but not under LLVM; it exits with 1 if there is any, 2 if the LLVM run did not compile through `LLVMLinker`.
@@ -20,9 +20,9 @@ import tempfile
 from pathlib import Path
 
 from llvm_backend.rewrite_cache.fingerprint import OWN_PACKAGES
-from llvm_backend.tools.conformance import SUMMARY_PREFIX
-from llvm_backend.tools.conformance.junit import OUTCOMES, count, read_outcomes
-from llvm_backend.tools.conformance.suite import (
+from llvm_backend_devtools.conformance import SUMMARY_PREFIX
+from llvm_backend_devtools.conformance.junit import OUTCOMES, count, read_outcomes
+from llvm_backend_devtools.conformance.suite import (
     DEFAULT_REPO,
     MissingTag,
     default_cache_dir,
@@ -37,7 +37,7 @@ SUITE = "tests/link/numba"
 
 RUNS = {
     "NUMBA": [],
-    "LLVM": ["-p", "llvm_backend.tools.conformance.plugin", "--llvm-mode"],
+    "LLVM": ["-p", "llvm_backend_devtools.conformance.plugin", "--llvm-mode"],
 }
 """Run name -> the pytest arguments that make it."""
 
@@ -47,7 +47,7 @@ REWRITES = re.compile(rf"^{re.escape(SUMMARY_PREFIX)} rewrite cache: .*$", re.MU
 
 def parse_args(argv):
     """The command line."""
-    parser = argparse.ArgumentParser(prog="python -m llvm_backend.tools.conformance", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m llvm_backend_devtools.conformance", description=__doc__)
     parser.add_argument(
         "--pytensor-repo",
         default=DEFAULT_REPO,

@@ -1,6 +1,6 @@
 """pytest plugin: PyTensor's ``tests/link/numba`` suite with the LLVM mode in place of stock NUMBA.
 
-Enable it with ``-p llvm_backend.tools.conformance.plugin --llvm-mode``. The suite reaches the numba
+Enable it with ``-p llvm_backend_devtools.conformance.plugin --llvm-mode``. The suite reaches the numba
 backend in four ways, and each is redirected to our `LLVMLinker`:
 
 - ``mode="NUMBA"`` and ``get_mode("NUMBA")``: ``predefined_modes["NUMBA"]`` becomes our ``LLVM`` mode;
@@ -38,7 +38,7 @@ from pytensor.link.numba.linker import NumbaLinker
 from llvm_backend import rewrite_cache
 from llvm_backend.linker import REWRITE_TAG, LLVMLinker
 from llvm_backend.mode import LLVM
-from llvm_backend.tools.conformance import SUMMARY_PREFIX
+from llvm_backend_devtools.conformance import SUMMARY_PREFIX
 
 __all__ = ["SUMMARY_PREFIX", "LLVMSubstitution"]
 

@@ -1,13 +1,12 @@
 """An intrinsic's code emitted as a function of its own, so numba can prune the reference counts around it.
 
-numba increfs each array in the tuple it passes an intrinsic (and a ``*args`` function's arguments, packed into
-one) and decrefs it after. Its reference-count pruning, run on each function before the module is linked,
-removes such a pair when every path from the incref reaches the decref or a raise, with no other decref
-between: true of one call whose failure is marked a raise (`llvm_backend_intrinsics.abi.raise_status`), not of code
-emitted
-inline that releases arrays of its own or can fail unmarked (an allocation's MemoryError) before the decref.
-Inline, a graph of 30 inputs kept 30 increfs and 30 decrefs (about 0.25 µs per call), a loop over 101 inputs 98 of each.
-LLVM inlines the function after the pruning where it is small enough: internal, and called once.
+numba increfs each array in the tuple it passes an intrinsic (and a ``*args`` function's arguments, packed into one) and
+decrefs it after. Its reference-count pruning, run on each function before the module is linked, removes such a pair
+when every path from the incref reaches the decref or a raise, with no other decref between: true of one call whose
+failure is marked a raise (`llvm_backend_intrinsics.abi.raise_status`), not of code emitted inline that releases arrays
+of its own or can fail unmarked (an allocation's MemoryError) before the decref, which keeps an atomic incref and decref
+per input at every call. LLVM inlines the function after the pruning where it is small enough: internal, and called
+once.
 
 `address_call` calls a compiled function through its address instead of linking its IR into the caller.
 """
@@ -43,11 +42,10 @@ def address_call(dispatcher):
     (`chosen_address_call` of ``dispatcher`` whatever the arguments' types).
 
     A call of a dispatcher from compiled code links the dispatcher's whole module into the caller's, where LLVM
-    optimizes and compiles it to machine code once more: a ``numba.cfunc`` calling a 65-parameter model's
-    graph function spent 0.7 s on it. Through the address, the caller's module holds a declaration of the
-    function type and a load of the address, nothing else. numba marks the address a dynamic global
-    (``add_dynamic_addr``), so it caches no function calling this one, whose code would hold an address of
-    this process; the dispatcher itself stays cacheable.
+    optimizes and compiles it to machine code once more, for every caller. Through the address, the caller's module
+    holds a declaration of the function type and a load of the address, nothing else. numba marks the address a
+    dynamic global (``add_dynamic_addr``), so it caches no function calling this one, whose code would hold an
+    address of this process; the dispatcher itself stays cacheable.
     """
     return chosen_address_call(lambda _: dispatcher, getattr(dispatcher, "__name__", "function"))
 

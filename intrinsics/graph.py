@@ -1,11 +1,10 @@
 """A whole graph's calls emitted as one intrinsic, in IR linear in the number of calls.
 
-numba lowers a Python function of N calls through one variable per value: an alloca, a store, an incref
-and a decref per assignment, deletions placed by a liveness pass, and a scan of the block's assignments
-per variable (``Lower._find_singly_assigned_variable``, quadratic in the block's size). For a graph of 240
-nodes that is most of a compile. `graph_intrinsic` takes the graph as a `GraphPlan` and emits the calls
-itself: each value is an SSA register, a call's arguments are borrowed, each result is released after its
-last use, and each node function is typed once per distinct argument types.
+numba lowers a Python function of N calls through one variable per value: an alloca, a store, an incref and a decref per
+assignment, deletions placed by a liveness pass, and a scan of the block's assignments per variable
+(``Lower._find_singly_assigned_variable``, quadratic in the block's size). `graph_intrinsic` takes the graph as a
+`GraphPlan` and emits the calls itself: each value is an SSA register, a call's arguments are borrowed, each result is
+released after its last use, and each node function is typed once per distinct argument types.
 
 The plan's values are numbered *slots*: the items of the one tuple argument first, then the arrays read
 from pack arguments (`PlanItem`), then each call's outputs. For ``y_i = f(x_i, c)`` over a pack of three

@@ -8,8 +8,8 @@ nutpie samples by calling two C functions through their addresses, from its own 
 ``user_data`` points at nutpie's record of the model's shared data (one numpy record of the addresses, sizes and
 shapes of every shared array, which ``CompiledPyMCModel.with_data`` rewrites). nutpie's own entry points are two
 ``numba.cfunc``\\ s compiled in every process (their closure holds the dispatcher and the data, so numba caches
-neither): typing them, and the graph call and the array copies in them, cost a warm process of eight schools
-seconds. Here each is a few basic blocks: the graph's arrays built on the stack from ``x`` and the record, a call
+neither): numba types and compiles them, the graph call and the array copies in them, in every process, warm
+or cold. Here each is a few basic blocks: the graph's arrays built on the stack from ``x`` and the record, a call
 of the graph's function (or of an entry building its packs) through the address of its code, and a
 loop copying its outputs out, with nutpie's return codes: -1 for a wrong ``dim`` or ``n_expanded``, 1 (logp)
 or -2 (expand) when the graph raised, 3 for a gradient that is not finite, 4 for a log density that is not.

@@ -1,12 +1,12 @@
 """Scalar packs: the native scalars a compiled function takes, read from their storage cells as one argument.
 
 A function called from Python on k scalars costs, per scalar, the caller's read and conversion of its value
-(``float(cell[0])``, about 35 ns on a 0-d array) and numba's dispatch on and unboxing of one more argument
-(about 20 ns): for the 60 scalars of a model, 3.3 µs, three times what the model's arithmetic takes. A
-`ScalarPack` is one argument holding the storage cells themselves (anything ``cell[0]`` reads, such as
-PyTensor's one-item lists): its unboxing is one loop reading each cell's value into a table of the pack's
-dtype in the wrapper's frame, and the compiled function receives a pointer to that table and reads value
-``i`` with `llvm_backend_intrinsics.argpack.table_item`. The caller passes the same pack object at every call.
+(``float(cell[0])`` on a 0-d array) and numba's dispatch on and unboxing of one more argument: over dozens of scalar
+parameters, that can exceed what a small model's arithmetic takes. A `ScalarPack` is one argument holding the
+storage cells themselves (anything ``cell[0]`` reads, such as PyTensor's one-item lists): its unboxing is one loop
+reading each cell's value into a table of the pack's dtype in the wrapper's frame, and the compiled function
+receives a pointer to that table and reads value ``i`` with `llvm_backend_intrinsics.argpack.table_item`. The caller
+passes the same pack object at every call.
 
 A value that is a 0-d ndarray of exactly the pack's dtype is read from its data (when
 `llvm_backend_intrinsics.abi.ARRAYS_READ` says numpy's array struct is the one read). Any other value goes
@@ -91,7 +91,7 @@ class ScalarPack(array.array):
 
     numba's dispatcher types an argument in C from a fingerprint of it, which it computes for numbers,
     tuples, arrays and buffers, and looks up in a cache; an object it cannot fingerprint costs it a raised
-    and cleared NotImplementedError, then the read of ``_numba_type_``, at every call (0.3 µs). A pack is
+    and cleared NotImplementedError, then the read of ``_numba_type_``, at every call. A pack is
     therefore an empty ``array.array`` (a buffer), of a subclass of its own per pack type, as numba's
     fingerprint of a buffer holds its Python type: a pack is typed from the cache, and ``_numba_type_``
     is read once per pack type. The unboxing reads one attribute, ``parts``: ``np.ndarray``, the dtype,

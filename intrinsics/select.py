@@ -1,9 +1,9 @@
 """``select(condition, x, y)``: ``x if condition else y`` of scalars as one LLVM ``select``, without a branch.
 
 Written as a Python conditional expression (or a function with an ``if``), a switch is two basic blocks and a
-merge; numba's SSA reconstruction and type inference grow with blocks times variables, so a body of a thousand
-scalar values and a hundred switches (a PyMC model's bounds checks, fused into one Composite) compiles several
-times slower than the same body without them. ``select`` keeps the body one block: both operands are already
+merge; numba's SSA reconstruction and type inference grow with blocks times variables, so each switch of a body
+of a thousand scalar values (a PyMC model's bounds checks, fused into one Composite) adds to the compile of all of
+them. ``select`` keeps the body one block: both operands are already
 computed values (a scalar Composite evaluates every inner node), and the result is LLVM's ``select`` of the two.
 
 Typing is numba's for ``x if condition else y``: the result type is ``x`` and ``y`` unified

@@ -1,13 +1,12 @@
 """Array views and 0-d boxes, emitted where they are called: basic indexing, dimension shuffles, and a scalar
 put in or read out of a 0-d array.
 
-Stock numba lowers each such node (``x[1:]``, ``x[i]``, a squeeze, ``np.array(s)``, ``x[()]``) through an
-``@njit`` function of its own: numba types the function's body, lowers it into a module of its own, optimizes
-and compiles it, then links it into the graph's module, where LLVM optimizes it again. In a PyMC model's
-log-density these few-instruction nodes are most of the graph's nodes (the 65-parameter regression has 113
-basic indexings of its one input vector), and their functions were most of the graph function's typing time.
-Here each is an intrinsic: its typing is a few lines of Python, its code a few instructions in the graph's
-module, built with numba's own pieces (``basic_indexing``, ``make_view``, ``_empty_nd_impl``), so the values,
+Stock numba lowers each such node (``x[1:]``, ``x[i]``, a squeeze, ``np.array(s)``, ``x[()]``) through an ``@njit``
+function of its own: numba types the function's body, lowers it into a module of its own, optimizes and compiles it,
+then links it into the graph's module, where LLVM optimizes it again. In a PyMC model's log-density these
+few-instruction nodes are most of the graph's nodes (with raveled inputs, a basic indexing of the one input vector per
+scalar parameter). Here each is an intrinsic: its typing is a few lines of Python, its code a few instructions in the
+graph's module, built with numba's own pieces (``basic_indexing``, ``make_view``, ``_empty_nd_impl``), so the values,
 the layouts typed and the errors raised are stock's.
 
 Layering: typing (`_index_types`, `_shuffled_layout`) -> the ``@intrinsic`` glue (`basic_index`,

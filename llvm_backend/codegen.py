@@ -7,8 +7,8 @@ the function has one statement: it passes its parameters and the graph's other c
 intrinsic that emits every node's call from a `GraphPlan` (`llvm_backend_intrinsics.graph`): no numba variable per
 value, each node function typed once per distinct argument types, each value released after its last use. The
 plan emits the graph's array and number constants itself (``GraphPlan.constants``), as numba's constants of their
-types: as globals of the function, numba formatted each array's every element into its IR's text at least twice
-per compile (0.9 s of CPU of a 65-parameter regression's 4.1, its design matrix's 98 columns of 400 values).
+types: as globals of the function, numba would format each array's every element into its IR's text at least
+twice per compile.
 
 0-d float64 and int64 inputs are taken as native scalars; from ``SCALAR_PACK_MIN`` of a dtype on, as one
 `ScalarPack` parameter, which the thunk passes with the inputs' storage cells in it, read as native scalars
@@ -70,10 +70,9 @@ stays bool, so a bool input read as a scalar would change the dtype of what scal
 
 SCALAR_PACK_MIN = 6
 """From this many 0-d inputs of one `NATIVE_SCALARS` dtype on, a graph function takes them as one `ScalarPack`.
-Per call from the thunk, a native scalar argument costs about 45 ns (``float(cell[0])``, numba's dispatch on
-and unboxing of it) and a pack about 2 ns per scalar plus 0.15 µs (numba's dispatch on a buffer, the
-unboxing's attribute read): measured equal from 4 to 6 scalars, the pack 0.2 µs faster at 8 and 0.45 µs at
-16."""
+Per call from the thunk, each native scalar argument costs a Python conversion (``float(cell[0])``) and numba's
+dispatch on and unboxing of one more argument; a pack costs a little per scalar and a fixed dispatch on a buffer,
+which this many scalars repay (docs/decisions.md has the measurement)."""
 
 
 GRAPH_MODULES = (
@@ -116,8 +115,7 @@ def tuple_source(names: list[str]) -> str:
 def _emitted_by_the_plan(value) -> bool:
     """Whether the plan emits constant ``value`` itself (`GraphPlan.constants`), not the function as a global: an
     array or a numpy number. numba writes every global's value into its IR's text, which it formats at least twice
-    in a compile (a 400-element array: the whole array, each time; 98 such columns of a regression's design
-    matrix took 0.37 s)."""
+    in a compile (a 400-element array: the whole array, each time)."""
     return isinstance(value, np.ndarray | np.number | np.bool_)
 
 

@@ -3,9 +3,8 @@
 A compile builds hundreds of thousands of objects that stay alive (PyMC's graphs and their gradients, the
 rewritten graph, numba's typing), and CPython's collector, counting allocations, runs a young collection every
 700 of them (2000 on Python 3.13) and, every ten young and ten middle ones, a full collection over the whole
-heap: the interpreter's, PyTensor's, PyMC's and numba's objects too. On PyMC's 65-parameter regression that was
-1.3 s of an 8 s cold ``compile_pymc_model`` and 0.8 s of a 3 s warm one, finding next to no garbage
-(docs/design.md has the figures).
+heap: the interpreter's, PyTensor's, PyMC's and numba's objects too, finding next to no garbage in a compile
+(docs/decisions.md has the measurements).
 
 `paced_collections` is open while a compile of ours runs (`LLVMFunctionMaker`'s rewriting and linking, a
 function's first call, where numba compiles its graph function (``llvm_backend.function.paced_first_call``),

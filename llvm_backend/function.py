@@ -4,16 +4,15 @@ call skips PyTensor's bookkeeping and keeps its checks.
 PyTensor's ``Function.__call__`` writes its arguments into the input storage cells it shares with the linker's
 thunk, calls the thunk, which reads them back, and then empties the cells. Two threads calling one function
 interleave those steps wherever CPython switches threads: one thread's call reads the other's arguments (a
-wrong value, silently) or cells the other has emptied already. A 60-scalar graph called from 4 threads got
-about one of each per 4,000 calls. `LLVMFunction` makes each call through the cells one critical section of the
-function, so a call sees only its own arguments (a call passing its arguments to the graph function itself uses no
-cell and takes no lock). It costs no parallelism: numba's compiled code holds the GIL, so calls from
-Python threads never ran at once. The lock is re-entrant: a call made from inside the function's own call (an
-op's ``perform`` calling it) goes on as stock's would instead of deadlocking.
+wrong value, silently) or cells the other has emptied already. `LLVMFunction` makes each call through the cells one
+critical section of the function, so a call sees only its own arguments (a call passing its arguments to the graph
+function itself uses no cell and takes no lock). It costs no parallelism: numba's compiled code holds the GIL, so
+calls from Python threads never ran at once. The lock is re-entrant: a call made from inside the function's own call
+(an op's ``perform`` calling it) goes on as stock's would instead of deadlocking.
 
 What ``Function.__call__`` does around the compiled code (each argument through ``_validate_inputs``' loops and
 ``TensorType.filter``, the ``provided`` counts, the outputs written into their cells by the thunk and read back)
-cost 2.6-3.4 µs a call of PyMC's log-density and gradient, more than their ``jit_fn``; PyMC's NUTS calls it at
+can cost more than the compiled code of a small model's log-density and gradient, which PyMC's NUTS calls at
 each leapfrog step. So calling an `LLVMFunction` calls its lean call, code written per function
 (`lean_call_source`): for as many positional arguments as the function has explicit inputs, it keeps each
 argument that ``filter`` would return unchanged (an aligned `numpy.ndarray` of the input's dtype, ndim and static
@@ -29,7 +28,7 @@ raises the error again, with its note).
 
 Every `Mode` whose linker is ours makes them, a plain ``Mode(linker="llvm")`` and the one PyMC's ``compile``
 rebuilds on our linker too: ``Mode.function_maker`` is `function_maker` (``llvm_functions`` in
-``llvm_backend.process``).
+``llvm_backend.adapters.pytensor``).
 
 ``fn.vm.jit_fn`` shares no state between calls (it packs its arguments on its own stack) and needs no lock:
 nutpie's chains call it from their own threads. The lean call does not call it: ``jit_fn``'s entry calls the
@@ -292,12 +291,12 @@ def graph_arguments(fn: Function, n_explicit: int) -> list[str]:
 
 def compiled_entry(fn: Function, namespace: dict):
     """The CPython entry numba compiled for ``fn``'s graph function on canonical arguments, which the lean call
-    calls without numba's dispatch (0.12 µs a call on eight schools): explicit inputs only, each a C-contiguous,
-    writeable, aligned array of its dtype (what the lean call checks), passed as the lean call passes them
-    (`graph_arguments`, evaluated in ``namespace`` on such arrays), their numba types the signature of a
-    compiled overload. None when there is none (the graph function is compiled at the first call; a graph
-    function with listed outputs is a wrapper of one, not numba's dispatcher), or when the lean call does not
-    call the graph function directly, checks no argument, or passes a cell's value."""
+    calls without numba's dispatcher: explicit inputs only, each a C-contiguous, writeable, aligned array of its
+    dtype (what the lean call checks), passed as the lean call passes them (`graph_arguments`, evaluated in
+    ``namespace`` on such arrays), their numba types the signature of a compiled overload. None when there is none
+    (the graph function is compiled at the first call; a graph function with listed outputs is a wrapper of one,
+    not numba's dispatcher), or when the lean call does not call the graph function directly, checks no argument,
+    or passes a cell's value."""
     containers = fn.input_storage
     if (
         fn.trust_input
@@ -392,9 +391,9 @@ class LLVMFunction(Function):
     until one has returned, with the garbage collector paced (`paced_first_call`).
 
     Each is made of a class of its own: a subclass of its maker's class, of the same name, whose ``__call__`` is
-    the function's lean call (`lean_call`), so that calling the function calls it with nothing in between (a
-    ``__call__`` property returning it cost 45 to 120 ns a call; a method calling it, 0.1 µs). It pickles as
-    PyTensor's `Function` does (``__reduce__``: PyTensor's own pickling, which copyreg keys by the exact class)."""
+    the function's lean call (`lean_call`), so that calling the function calls it with nothing in between (no
+    property returning it, no method calling it). It pickles as PyTensor's `Function` does (``__reduce__``:
+    PyTensor's own pickling, which copyreg keys by the exact class)."""
 
     trust_input = _writes_the_lean_call("trust_input")
     profile = _writes_the_lean_call("profile")

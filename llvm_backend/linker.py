@@ -102,15 +102,14 @@ limit); ours of more inputs is the typed entry itself, without `typed_or_stock`.
 
 
 def graph_entry(fgraph, typed):
-    """PyTensor's contract for a Numba-linked function's ``vm.jit_fn``: a numba dispatcher taking the values
-    of the graph's inputs and returning its outputs, callable from Python and from nopython code (nutpie
-    calls it inside a ``numba.cfunc``). It takes one parameter per input, as stock's graph function does (stock
-    hands out a ``*args`` wrapper of it when numba's cache is on, which costs 0.1 µs more per call from Python,
-    measured on eight schools), so a wrong number of arguments is Python's ``TypeError`` from Python and numba's
-    ``TypingError`` from nopython code. It is compiled again for arguments of new types: those of the graph's
-    input types run `typed_entry`; any other (a float32 array for a float64 input, a Python float for a 0-d one)
-    runs stock's graph function of the same graph, which computes as stock does on them (`typed_or_stock`).
-    ``typed`` is the graph's `typed_entry`."""
+    """PyTensor's contract for a Numba-linked function's ``vm.jit_fn``: a numba dispatcher taking the values of the
+    graph's inputs and returning its outputs, callable from Python and from nopython code (nutpie calls it inside a
+    ``numba.cfunc``). It takes one parameter per input, as stock's graph function does (stock hands out a ``*args``
+    wrapper of it when numba's cache is on: one call more from Python), so a wrong number of arguments is Python's
+    ``TypeError`` from Python and numba's ``TypingError`` from nopython code. It is compiled again for arguments of new
+    types: those of the graph's input types run `typed_entry`; any other (a float32 array for a float64 input, a Python
+    float for a 0-d one) runs stock's graph function of the same graph, which computes as stock does on them
+    (`typed_or_stock`). ``typed`` is the graph's `typed_entry`."""
     if len(fgraph.inputs) > STAR_ARGS_LIMIT:
         return numba_njit(typed.py_func, final_function=True)
     env = {"llvm_graph_call": typed_or_stock(fgraph, typed), "flatten_tuple": flatten_tuple}
@@ -201,8 +200,8 @@ class LLVMLinker(NumbaLinker):
     function (``graph_fn``), its `GraphSource` (``graph_source``), the call of it on the current inputs that
     it makes (``call_graph``, `graph_caller`) and the graph's `typed_entry` (``_typed_entry``, what ``jit_fn``
     runs on arguments of the graph's input types), and PyTensor exposes them on ``fn.vm``. The typed entry is
-    private: compiled code calls it, and numba compiles it without a CPython wrapper (a wrapper cost 0.6 s of a
-    first call of 80 inputs), so a call of it from Python would crash the process.
+    private: compiled code calls it, and numba compiles it without a CPython wrapper (for a wide graph, a wrapper
+    is much of a first call's compile), so a call of it from Python would crash the process.
     """
 
     required_rewrites = (*NumbaLinker.required_rewrites, REWRITE_TAG)

@@ -1,13 +1,11 @@
 """Scalar `Composite`s as one function whose body is typed a node at a time, never as a whole.
 
 Stock numba funcifies a Composite's inner graph into a function that calls one jitted function per inner node,
-so numba types a call into a separate dispatcher at every node: a model's fused gradient with 800 inner
-multiplications types 800 calls. Under the LLVM mode the inner graph becomes a `GraphPlan` run by
+so numba types a call into a separate dispatcher at every node: a fused gradient with n inner multiplications
+types n calls. Under the LLVM mode the inner graph becomes a `GraphPlan` run by
 `llvm_backend_intrinsics.graph.graph_intrinsic`, which resolves each distinct (function, argument types) pair once and
-emits
-the calls as SSA values: numba's type inference never sees a body of a thousand statements (which, written
-as Python, was most of the compile of a PyMC model's two large Composites). In place of stock's calls the plan
-calls what those functions compute:
+emits the calls as SSA values: numba's type inference never sees a body of a thousand statements as one function.
+In place of stock's calls the plan calls what those functions compute:
 
 - `Add` and `Mul`: ``operator.add`` or ``operator.mul`` over the operands from the left (stock's n-ary
   functions, ``i0 + i1 + i2``);

@@ -3,8 +3,8 @@ emitted in the graph function (`llvm_backend_intrinsics.views`; a scalar op thro
 `llvm_backend.lowerings.composite.composite_intrinsic`).
 
 Stock gives each such node an ``@njit`` function, which numba types, lowers, optimizes and compiles as a module
-of its own before the graph's: for eight schools' log-density and gradient, 9 of its 13 nodes, and most of
-the graph function's cold compile. The nodes lowered here, and what their node function is:
+of its own before the graph's; these are most of a PyMC log-density's nodes. Here each is emitted in the graph
+function's module and goes through LLVM once. The nodes lowered here, and what their node function is:
 
 - ``Subtensor`` (basic indexing: integers and slices) -> ``basic_index(entries, box=True)``: a view, or the
   element in a new 0-d array;

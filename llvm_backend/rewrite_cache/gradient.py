@@ -1,8 +1,8 @@
 """Gradients through the cache: ``pytensor.grad``'s graph stored under the key of the cost's graph.
 
 nutpie builds the gradient of a PyMC model's log density with ``pytensor.grad`` in every process, then compiles
-the two: on the 65-parameter regression that graph building took 0.19 s of a warm compile whose rewriting and
-code the cache and numba's load. `grad_through_cache` keys the cost's graph (`graph_key`, with which of its inputs
+the two: in a warm process, whose rewriting the cache serves and whose code numba's cache loads, that graph
+building is still paid. `grad_through_cache` keys the cost's graph (`graph_key`, with which of its inputs
 the gradient is taken) and, on a hit, builds the stored gradient's graph on the caller's own cost graph, node for
 node: the same graph ``pytensor.grad`` builds, which keys alike downstream. Only the plain call is served
 (``grad(cost, wrt)`` with ``wrt`` a list or tuple of the cost's inputs); any other is PyTensor's.

@@ -5,8 +5,8 @@ gradient of the second holds a third):
 
 - ``intercept + sum(b_i * X[:, i] for i in ...)``: one ``Add`` of k products of a length-1 coefficient by a
   constant column. Fused with the likelihood and its gradient, it is one loop over the observations that reads k
-  column streams and holds k coefficients and the gradient's k accumulators: for the 48 columns of a 65-parameter
-  regression, more values than a CPU has registers, spilled to the stack at every observation.
+  column streams and holds k coefficients and the gradient's k accumulators: for a few dozen columns, more values
+  than a CPU has registers, spilled to the stack at every observation.
   `_linear_predictors` writes such an ``Add`` of `MIN_COLUMNS` or more terms as one product of a constant matrix
   by the vector of coefficients, computed before the loop::
 
@@ -15,14 +15,13 @@ gradient of the second holds a third):
 
   ``s = join(s_1, ..., s_k)``, or a slice of one vector when the ``s_i`` are its consecutive items (PyMC's raveled
   parameters). ``R`` holds the columns as its rows: our loop adds each row times its coefficient into the vector of
-  products, along contiguous memory, as a hand-written loop does. Up to `MAX_LOOP_ROWS` observations it runs as
-  fast as a ``Dot`` (BLAS), whose numba code compiles in about 1.3 s in a process (1 s of the 65-parameter
-  regression's first call); above, where the vector no longer stays in the L1 cache, the ``Dot`` (``C``, the
-  columns side by side), which is faster there. Each term is a two-input ``Mul`` used only there, of a
-  `TensorConstant` vector (not broadcastable) and a length-1 vector, both of the ``Add``'s float dtype, the
-  constants all of one length. The loop reads the product's vector, one allocation per call, where it read the
-  columns.
-- ``intercept + dot(X, beta)`` with few columns (a logistic regression's 5 predictors), and in its gradient
+  products, along contiguous memory, as a hand-written loop does. Up to `MAX_LOOP_ROWS` observations it keeps pace
+  with a ``Dot`` (BLAS) and compiles in less time than the ``Dot``'s numba code; above, where the vector no longer
+  stays in the L1 cache, the ``Dot`` (``C``, the columns side by side), which is faster there. Each term is a
+  two-input ``Mul`` used only there, of a `TensorConstant` vector (not broadcastable) and a length-1 vector, both of
+  the ``Add``'s float dtype, the constants all of one length. The loop reads the product's vector, one allocation
+  per call, where it read the columns.
+- ``intercept + dot(X, beta)`` with few columns (a handful of predictors), and in its gradient
   ``dot(X.T, d)``, a product by a matrix of few rows: each a ``Dot`` of its own, whose vectors are allocated and
   written in one loop and read in the next. `_narrow_products` writes a product of a constant matrix of fewer
   than `MIN_COLUMNS` columns by a vector of that static length as the sum of its columns times the vector's
@@ -53,9 +52,8 @@ MIN_COLUMNS = 8
 matrix whose product by a vector is left one."""
 
 MAX_LOOP_ROWS = 2048
-"""The most observations whose linear predictor is a loop of ours rather than a ``Dot``. Measured (LLVM mode, 48
-columns, ``sum((y - X @ s) ** 2)``, per call, ad hoc): loop 2.8 µs and Dot 2.7 µs at 400 observations, 10.6 and
-10.7 µs at 2,000, 25.5 and 17.9 µs at 3,000, 560 and 161 µs at 40,000."""
+"""The most observations whose linear predictor is a loop of ours rather than a ``Dot``: up to it the loop keeps
+pace with BLAS, past it the ``Dot`` is faster (docs/decisions.md has the measurement)."""
 
 
 def _column_product(fgraph, var: Variable) -> tuple | None:

@@ -1,8 +1,8 @@
 """Hoist the loop-invariant part of a fused Elemwise out of its loop.
 
 PyTensor's fusion pass folds scalar math on broadcast inputs into the loops of vector Elemwise nodes: in a
-model's log-density, the sum of 60 scalar parameters that shifts a location vector becomes part of a
-65-input Composite evaluated at every element. ``hoist_invariants`` splits such a node in two: an
+model's log-density, the sum of many scalar parameters that shifts a location vector becomes part of a
+Composite of as many inputs, evaluated at every element. ``hoist_invariants`` splits such a node in two: an
 Elemwise over only the all-broadcastable inputs computing, once, every inner value that depends on
 nothing else (scalarization then makes it a scalar Composite), and the loop, taking those values as
 inputs. The loop gets narrower (which numba compiles in less time) and does less per element.

@@ -1,9 +1,9 @@
 """An elementwise op of a short vector made of scalars is the vector made of the op of its scalars.
 
 A gradient by a few parameters is often assembled as a vector of 0-d values and then combined elementwise: a
-logistic regression's ``dot(X.T, d) - beta``, once ``data_columns`` has written ``dot(X.T, d)`` as its 5 row sums,
-is ``MakeVector(s_1, ..., s_5) - beta``. Compiled, the ``MakeVector`` allocates a vector of the sums at every call
-and a loop of 5 elements reads it. ``elemwise_of_make_vector`` writes an `Elemwise` (one output, not in place) of
+logistic regression's ``dot(X.T, d) - beta``, once ``data_columns`` has written ``dot(X.T, d)`` as its k row sums,
+is ``MakeVector(s_1, ..., s_k) - beta``. Compiled, the ``MakeVector`` allocates a vector of the sums at every call
+and a loop of k elements reads it. ``elemwise_of_make_vector`` writes an `Elemwise` (one output, not in place) of
 a ``MakeVector`` of at most `MAX_ITEMS` items whose other inputs are vectors of that static length, or of length
 1, as the ``MakeVector`` of the op applied to each item::
 

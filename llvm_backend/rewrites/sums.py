@@ -11,8 +11,8 @@ square, a multiply-add of the constants and the add into the sum, where a sum of
 
 for an elementwise tree of ``Add``, ``Sub`` and ``Neg`` under the sum, whose terms ``b`` and ``c`` are
 broadcastable along every summed axis (``b'`` and ``c'`` without those axes), and ``n`` the number of items summed,
-known from the static shape and positive. A constant term ``C`` (data: the eight schools' ``log(sigma)`` of its
-observed scales, one per school) is summed along the axes when the graph is rewritten, when the sum's input has
+known from the static shape and positive. A constant term ``C`` (data, such as the ``log(sigma)`` of observed
+scales, one per group) is summed along the axes when the graph is rewritten, when the sum's input has
 a static shape: ``Sum(a + C) -> Sum(a) + c``, ``c`` the constant of those sums. PyTensor's own
 ``local_sum_prod_of_mul_or_div`` then takes the constant factor out of ``Sum(-0.5 * r**2)``, in the same pass:
 the loop adds ``r * r`` into one accumulator.

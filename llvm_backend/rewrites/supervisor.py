@@ -16,9 +16,9 @@ stock check runs (and raises its own error).
 It also keeps PyTensor's in-place rewrites off the 0-d tensors nodes compute (``zero_d``, which it lists among
 its ``protected`` variables, where those rewrites look for what they must not write into): in the LLVM mode
 they are values PyTensor's scalarization turns into scalar code, in place on nothing. Stock's in-place rewrite of
-Elemwise tries each output of a node on each of its inputs, one graph validation per try, and on a PyMC model's
-gradient, where one Elemwise over 0-d tensors has 139 outputs, that was 1.2 s of a 5 s compile
-(`pymc/regression_65p`) for a graph that ends the same. A node may still destroy a 0-d tensor: validation checks
+Elemwise tries each output of a node on each of its inputs, one graph validation per try: outputs times inputs
+validations on a PyMC model's gradient, whose one Elemwise over 0-d tensors can have over a hundred outputs, for
+a graph that ends the same. A node may still destroy a 0-d tensor: validation checks
 the stock Supervisor's variables only (`IndexedSupervisor.stock_check`).
 
 `use_indexed_supervisor`, the first rewrite of the LLVM mode, puts one in place of the stock Supervisor.

@@ -7,8 +7,8 @@ and one per mode it compiles a graph under (`oracle.reporting_stages`). When it 
 stopped for spending more than ``graph_seconds`` on one mode's compile and call or growing by more than
 ``graph_bytes`` in it, the graph it was checking (``out/PENDING``, written before each compile) becomes a
 ``crash-<hash>.py`` reproducer carrying the child's last words and the mode, and a new child goes on under the
-next hypothesis seed. Under stock NUMBA (which compiled a Join of 227 entries for 8 minutes and 17 GB, inside
-LLVM's loop strength reduction, where LLVM took 5 s) it is a stock discrepancy, unless stock was compiled to
+next hypothesis seed. Under stock NUMBA (whose compile of a wide Join can hang inside LLVM's loop strength
+reduction, docs/fuzzing.md) it is a stock discrepancy, unless stock was compiled to
 judge a disagreement of LLVM's with the py linker: that disagreement stays unexplained, an ``unjudged``
 failure (``unjudged-<hash>.py``); under LLVM or the py linker it is a crash. A graph that kills the process
 is not shrunk (shrinking replays it in the dying process).

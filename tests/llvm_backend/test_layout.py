@@ -96,10 +96,3 @@ def test_the_lowerings_command_prints_every_record(capsys):
         LOWERINGS[MakeVector].condition,
         "0",
     ]
-
-
-def test_the_design_doc_has_a_row_for_every_lowering():
-    design = (Path(__file__).parents[2] / "docs" / "design.md").read_text()
-    table = design[design.index("| op class | intrinsic | when | pack_start | lowering |") :].split("\n\n")[0]
-    rows = {line.split(" | ")[0].removeprefix("| ").split(" ")[0].strip("`") for line in table.splitlines()[2:]}
-    assert rows == {op_type.__name__ for op_type in LOWERINGS}

@@ -4,7 +4,7 @@ import pytest
 
 from llvm_backend.tools.cli import main
 
-COMMANDS = ("report", "ir", "lowerings", "cache", "fuzz", "bench")  # built-in ones, then plugins
+COMMANDS = ("report", "ir", "lowerings", "rewrites", "cache", "fuzz", "bench")  # built-in ones, then plugins
 MARKUP = ("``", ":func:", ":class:", ":meth:", ":mod:")
 
 

@@ -22,16 +22,14 @@ from llvm_backend.codegen import (
     tuple_source,
 )
 from llvm_backend.lowerings.composite import lowering_composites
+from llvm_backend.rewrites.registry import REWRITE_TAG
 from llvm_backend_intrinsics.argpack import ArrayPack
 from llvm_backend_intrinsics.functions import address_call, chosen_address_call
 from llvm_backend_intrinsics.graph import graph_intrinsic
 from llvm_backend_intrinsics.scalarpack import ScalarPack
 from llvm_backend_intrinsics.tuples import flatten_tuple
 
-__all__ = ["REWRITE_TAG", "ConvertedGraph", "LLVMLinker", "ListedOutputs", "PackCell", "graph_caller"]
-
-REWRITE_TAG = "llvm_backend"
-"""The tag of our rewrites in PyTensor's ``optdb``; only the LLVM mode requests it."""
+__all__ = ["ConvertedGraph", "LLVMLinker", "ListedOutputs", "PackCell", "graph_caller"]
 
 
 class PackCell:

@@ -3,10 +3,11 @@
 `CHANGES` is what ``import llvm_backend`` does, applied in that order by `register` (which the import calls). Each
 is a `Change` (``llvm_backend.changes``) whose docstring says what it changes, why, and who sees it; those touching
 PyTensor's internals live in its adapter (``llvm_backend.adapters.pytensor``), PyMC's and nutpie's in the
-``llvm_backend.nutpie`` subpackage (its ``CHANGES``), each with the seam checked before it is made. ``apply()``
-makes a change and ``revert()`` puts back exactly what was there before; both are idempotent, so importing twice
-or calling `register` again changes nothing more, and `revert_all` undoes the import's changes in the reverse
-order. One more is made only while code asks for it:
+``llvm_backend.nutpie`` subpackage (its ``CHANGES``), each with the seam checked before it is made. Our rewrites'
+entries in ``optdb`` are `OPTDB_REGISTRATIONS`, one per ``optdb`` record of ``llvm_backend.rewrites.registry``.
+``apply()`` makes a change and ``revert()`` puts back exactly what was there before; both are idempotent, so
+importing twice or calling `register` again changes nothing more, and `revert_all` undoes the import's changes in
+the reverse order. One more is made only while code asks for it:
 ``llvm_backend.nutpie.numba_is_llvm()`` holds ``adapters.pytensor.NUMBA_IS_LLVM``.
 
 One more is made only while the LLVM mode compiles, and put back when the last compile ends, so it is no
@@ -24,19 +25,9 @@ from llvm_backend import nutpie
 from llvm_backend.adapters import pytensor
 from llvm_backend.builtins import powi_symbols
 from llvm_backend.changes import Change, OptdbRegistration
-from llvm_backend.linker import REWRITE_TAG
-from llvm_backend.mode import (
-    EXPOSE_SCALARS_NAME,
-    PRE_FUSION_NAME,
-    REWRITES_NAME,
-    SUPERVISOR_NAME,
-    llvm_rewrites,
-    llvm_rewrites_before_fusion,
-)
-from llvm_backend.rewrites.scalar_inputs import ExposeScalarInputs
-from llvm_backend.rewrites.supervisor import use_indexed_supervisor
+from llvm_backend.rewrites.registry import OPTDB, RewriteRecord, in_running_order
 
-__all__ = ["CHANGES", "PowiSymbols", "register", "revert_all"]
+__all__ = ["CHANGES", "OPTDB_REGISTRATIONS", "PowiSymbols", "register", "revert_all"]
 
 
 class PowiSymbols(Change):
@@ -58,6 +49,21 @@ class PowiSymbols(Change):
             llvm.add_symbol(symbol, 0)
 
 
+def _optdb_registration(record: RewriteRecord) -> OptdbRegistration:
+    """The change registering ``record``'s rewriter in ``optdb`` under its name, tags and position."""
+    doc = (
+        f"{record.summary} In ``optdb`` as ``{record.name}`` under our tag at {record.position}, {record.placement} "
+        "Only queries including our tag (the LLVM linker's) see it."
+    )
+    return OptdbRegistration(record.name, doc, record.rewriter, *record.tags, position=record.position)
+
+
+OPTDB_REGISTRATIONS: tuple[OptdbRegistration, ...] = tuple(
+    _optdb_registration(record) for record in in_running_order() if record.database == OPTDB
+)
+"""Our rewrites' entries in ``optdb`` (``llvm_backend.rewrites.registry``'s records of ``optdb``), by position."""
+
+
 CHANGES: tuple[Change, ...] = (
     PowiSymbols(
         "powi_builtins",
@@ -65,42 +71,7 @@ CHANGES: tuple[Change, ...] = (
         under fast-math: without them a process compiling such a Composite aborts, under stock NUMBA as under
         ours. Every numba compile of the process sees them, stock NUMBA's too (which then computes there).""",
     ),
-    OptdbRegistration(
-        SUPERVISOR_NAME,
-        """`use_indexed_supervisor` in ``optdb`` under our tag at -0.5, before every rewrite that validates: the
-        LLVM mode's graphs get an `IndexedSupervisor`. Only queries including our tag (the LLVM linker's) see it.""",
-        use_indexed_supervisor,
-        REWRITE_TAG,
-        position=-0.5,
-    ),
-    OptdbRegistration(
-        PRE_FUSION_NAME,
-        """`llvm_rewrites_before_fusion` (products of constant data matrices by vectors as suits their width, sums
-        gated by one condition as its switch of the sum, elementwise ops and joins of made vectors item by item) in
-        ``optdb`` under our tag at 48.5: after ``add_mul_fusion`` (48) has flattened a linear predictor's sum into
-        one ``Add``, before elemwise fusion (49), which folds what they leave into its loops. Only queries including
-        our tag see it.""",
-        llvm_rewrites_before_fusion,
-        REWRITE_TAG,
-        position=48.5,
-    ),
-    OptdbRegistration(
-        REWRITES_NAME,
-        """`llvm_rewrites` (loop-invariant hoisting) in ``optdb`` under our tag at 49.4: after elemwise fusion (49),
-        so they see fused nodes, before the destroy handler (49.5) and the inplace rewrites, so what they produce
-        can still be made inplace. Only queries including our tag see it.""",
-        llvm_rewrites,
-        REWRITE_TAG,
-        position=49.4,
-    ),
-    OptdbRegistration(
-        EXPOSE_SCALARS_NAME,
-        """`ExposeScalarInputs` in ``optdb`` under our tag at 99.9, just before PyTensor's numba fusion and
-        scalarization (100): 0-d inputs reach those as scalars. Only queries including our tag see it.""",
-        ExposeScalarInputs(),
-        REWRITE_TAG,
-        position=99.9,
-    ),
+    *OPTDB_REGISTRATIONS,
     pytensor.REWRITE_CACHE_QUERY,
     pytensor.LLVM_LINKER,
     pytensor.LLVM_MODE,

@@ -15,12 +15,12 @@ from pytensor.graph.rewriting.db import RewriteDatabaseQuery, SequenceDB
 from pytensor.graph.rewriting.utils import rewrite_graph
 from pytensor.link.basic import PerformLinker
 
-from llvm_backend.linker import REWRITE_TAG
 from llvm_backend.rewrite_cache import store
 from llvm_backend.rewrite_cache.fingerprint import class_identity, digest, rewriter_fingerprint
 from llvm_backend.rewrite_cache.install import install
 from llvm_backend.rewrite_cache.keys import Uncacheable, graph_key
 from llvm_backend.rewrite_cache.store import RewriteCache
+from llvm_backend.rewrites.registry import REWRITE_TAG
 from llvm_backend.rewrites.supervisor import use_indexed_supervisor
 
 __all__ = [

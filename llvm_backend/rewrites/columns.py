@@ -45,6 +45,8 @@ from pytensor.tensor.math import Dot
 from pytensor.tensor.subtensor import Subtensor, get_idx_list
 from pytensor.tensor.variable import TensorConstant
 
+from llvm_backend.rewrites.registry import PRE_FUSION_NAME, register_llvm_rewrite
+
 __all__ = ["MAX_LOOP_ROWS", "MIN_COLUMNS", "DataColumns", "data_columns"]
 
 MIN_COLUMNS = 8
@@ -188,4 +190,4 @@ class DataColumns(GraphRewriter):
         return "data_columns"
 
 
-data_columns = DataColumns()
+data_columns = register_llvm_rewrite(PRE_FUSION_NAME, position=0.5, name="data_columns")(DataColumns())

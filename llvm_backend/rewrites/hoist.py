@@ -20,6 +20,8 @@ from pytensor.graph.rewriting.basic import node_rewriter
 from pytensor.graph.traversal import io_toposort
 from pytensor.tensor.elemwise import Elemwise
 
+from llvm_backend.rewrites.registry import REWRITES_NAME, register_llvm_rewrite
+
 __all__ = ["hoist_invariants", "split_invariant"]
 
 
@@ -113,6 +115,7 @@ def split_invariant(composite: ps.Composite, invariant_inputs: set[int]):
     return hoisted, hoisted_inputs, loop, loop_inputs
 
 
+@register_llvm_rewrite(REWRITES_NAME, position=0.5)
 @node_rewriter([Elemwise])
 def hoist_invariants(fgraph, node):
     """Elemwise{Composite} with all-broadcastable and other inputs -> hoisted Elemwise + narrower loop."""

@@ -23,6 +23,8 @@ from pytensor.graph.rewriting.basic import node_rewriter
 from pytensor.scalar.math import Sigmoid, Softplus
 from pytensor.tensor.elemwise import Elemwise
 
+from llvm_backend.rewrites.registry import REWRITES_NAME, register_llvm_rewrite
+
 __all__ = ["share_exponentials", "share_logistic_exps"]
 
 _SHARED = (Sigmoid, Softplus)
@@ -82,6 +84,7 @@ def share_exponentials(composite: ps.Composite) -> ps.Composite | None:
     return ps.Composite(composite.fgraph.inputs, [new.get(out, out) for out in composite.fgraph.outputs])
 
 
+@register_llvm_rewrite(REWRITES_NAME, position=0.6)
 @node_rewriter([Elemwise])
 def share_logistic_exps(fgraph, node):
     """Elemwise{Composite} with two or more sigmoids and softpluses of one value -> one exp and log1p of it."""

@@ -23,6 +23,8 @@ from pytensor.graph.rewriting.basic import copy_stack_trace, node_rewriter
 from pytensor.tensor.basic import Join, MakeVector
 from pytensor.tensor.elemwise import Elemwise
 
+from llvm_backend.rewrites.registry import PRE_FUSION_NAME, register_llvm_rewrite
+
 __all__ = ["MAX_ITEMS", "elemwise_of_make_vector", "join_of_make_vector"]
 
 MAX_ITEMS = 16
@@ -46,6 +48,28 @@ def _items(var, length: int) -> list | None:
     return [var[i] for i in range(length)] if var.type.shape[0] == length else None
 
 
+@node_rewriter([Join])
+def join_of_make_vector(fgraph, node):
+    """Join{axis=0}(MakeVector(...), x, ...) of ``MakeVector`` and length-1 vectors -> one ``MakeVector``."""
+    [output] = node.outputs
+    if output.type.ndim != 1 or not any(map(_made, node.inputs)):
+        return None
+    items = []
+    for var in node.inputs:
+        if _made(var):
+            items += var.owner.inputs
+        elif var.type.shape == (1,):
+            items.append(var.dimshuffle())
+        else:
+            return None
+    result = pt.stack(items)
+    if result.type != output.type:
+        return None
+    copy_stack_trace(output, result)
+    return [result]
+
+
+@register_llvm_rewrite(PRE_FUSION_NAME, position=0.7, name="made_vectors", together_with=(join_of_make_vector,))
 @node_rewriter([Elemwise])
 def elemwise_of_make_vector(fgraph, node):
     """Elemwise{op}(MakeVector(...), ...) -> MakeVector(op(...), ...) (see the module)."""
@@ -62,27 +86,6 @@ def elemwise_of_make_vector(fgraph, node):
         return None
     [output] = node.outputs
     result = pt.stack([node.op(*values) for values in zip(*items, strict=True)])
-    if result.type != output.type:
-        return None
-    copy_stack_trace(output, result)
-    return [result]
-
-
-@node_rewriter([Join])
-def join_of_make_vector(fgraph, node):
-    """Join{axis=0}(MakeVector(...), x, ...) of ``MakeVector`` and length-1 vectors -> one ``MakeVector``."""
-    [output] = node.outputs
-    if output.type.ndim != 1 or not any(map(_made, node.inputs)):
-        return None
-    items = []
-    for var in node.inputs:
-        if _made(var):
-            items += var.owner.inputs
-        elif var.type.shape == (1,):
-            items.append(var.dimshuffle())
-        else:
-            return None
-    result = pt.stack(items)
     if result.type != output.type:
         return None
     copy_stack_trace(output, result)

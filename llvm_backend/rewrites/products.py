@@ -13,7 +13,7 @@ and each item costs one multiply for all of them. It looks through a ``Mul`` or 
 used once (else the tree is computed for its other use anyway) and is of the product's dtype, a float; it applies
 when it leaves fewer operations per item than there were (so it never rewrites what it wrote). The values are the
 same products in another order: the rounding of a reassociation, as fast-math allows. The rewrite runs before
-elemwise fusion (``llvm_backend.mode``).
+elemwise fusion, in ``llvm_rewrites_before_fusion``.
 """
 
 import numpy as np
@@ -21,6 +21,8 @@ import pytensor.scalar as ps
 import pytensor.tensor as pt
 from pytensor.graph.rewriting.basic import copy_stack_trace, node_rewriter
 from pytensor.tensor.elemwise import Elemwise
+
+from llvm_backend.rewrites.registry import PRE_FUSION_NAME, register_llvm_rewrite
 
 __all__ = ["product_of_invariant_factors"]
 
@@ -73,6 +75,7 @@ def _product(factors: list, dtype: str):
     return pt.mul(*factors) if len(factors) > 1 else factors[0]
 
 
+@register_llvm_rewrite(PRE_FUSION_NAME, position=0.68)
 @node_rewriter([Elemwise])
 def product_of_invariant_factors(fgraph, node):
     """(r * a) / b -> r * (a / b) for factors ``a`` and ``b`` that are the same for every item (see the module)."""

@@ -17,11 +17,14 @@ from pytensor.graph.rewriting.basic import copy_stack_trace, node_rewriter
 from pytensor.tensor.basic import MakeVector
 from pytensor.tensor.elemwise import CAReduce, Elemwise
 
+from llvm_backend.rewrites.registry import REWRITES_NAME, register_llvm_rewrite
+
 __all__ = ["reduce_make_vector"]
 
 _ELEMENTWISE = (ps.AND, ps.OR, ps.Maximum, ps.Minimum)
 
 
+@register_llvm_rewrite(REWRITES_NAME, position=0.7)
 @node_rewriter([CAReduce])
 def reduce_make_vector(fgraph, node):
     """CAReduce{and, or, maximum, minimum}(MakeVector(a, b, ...)) -> Elemwise{the same op}(...(a, b), ...)."""

@@ -20,8 +20,12 @@ from pytensor.graph.rewriting.basic import GraphRewriter
 from pytensor.tensor.basic import ScalarFromTensor, scalar_from_tensor, tensor_from_scalar
 
 from llvm_backend.codegen import takes_native_scalar
+from llvm_backend.rewrites.registry import OPTDB, register_llvm_rewrite
 
-__all__ = ["ExposeScalarInputs"]
+__all__ = ["EXPOSE_SCALARS_NAME", "ExposeScalarInputs", "expose_scalar_inputs"]
+
+EXPOSE_SCALARS_NAME = "llvm_backend_expose_scalar_inputs"
+"""The name of `expose_scalar_inputs` in ``optdb``."""
 
 
 class ExposeScalarInputs(GraphRewriter):
@@ -46,3 +50,11 @@ class ExposeScalarInputs(GraphRewriter):
             exposed = tensor_from_scalar(scalar_from_tensor(var))
             for node, i in readers:
                 fgraph.change_node_input(node, i, exposed, reason="expose_scalar_inputs")
+
+
+expose_scalar_inputs = register_llvm_rewrite(
+    OPTDB,
+    position=99.9,
+    name=EXPOSE_SCALARS_NAME,
+    placement="just before PyTensor's numba fusion and scalarization (100): 0-d inputs reach those as scalars.",
+)(ExposeScalarInputs())

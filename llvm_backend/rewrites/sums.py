@@ -22,7 +22,7 @@ cast as the sum's ``Add`` casts it), and each ``Add``, ``Sub`` or ``Neg`` it loo
 sum (else the tree is computed for its other use anyway and the split costs a loop more work,
 not less). The values are the same sums in another order: the rounding of a reassociation, as fast-math allows.
 An infinity or NaN among the invariant or constant terms makes the result that infinity or NaN, as the sum's was
-(``n`` is at least 1). The rewrite runs before elemwise fusion (``llvm_backend.mode``).
+(``n`` is at least 1). The rewrite runs before elemwise fusion, in ``llvm_rewrites_before_fusion``.
 """
 
 import math
@@ -33,7 +33,11 @@ import pytensor.tensor as pt
 from pytensor.graph.rewriting.basic import copy_stack_trace, node_rewriter
 from pytensor.tensor.elemwise import Elemwise
 from pytensor.tensor.math import Sum
+from pytensor.tensor.rewriting.basic import constant_folding
+from pytensor.tensor.rewriting.math import local_sum_prod_of_mul_or_div
 from pytensor.tensor.variable import TensorConstant
+
+from llvm_backend.rewrites.registry import PRE_FUSION_NAME, register_llvm_rewrite
 
 __all__ = ["sum_of_invariant_terms"]
 
@@ -72,6 +76,7 @@ def _signed_sum(terms: list):
     return _added(plus) - _added(minus) if plus else -_added(minus)
 
 
+@register_llvm_rewrite(PRE_FUSION_NAME, position=0.65, together_with=(local_sum_prod_of_mul_or_div, constant_folding))
 @node_rewriter([Sum])
 def sum_of_invariant_terms(fgraph, node):
     """Sum(a + b - c) -> Sum(a) + n * (b' - c') for terms ``b`` and ``c`` broadcastable along the summed axes, a

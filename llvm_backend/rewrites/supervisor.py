@@ -30,7 +30,12 @@ from pytensor.graph.destroyhandler import DestroyHandler
 from pytensor.graph.rewriting.basic import GraphRewriter
 from pytensor.tensor.type import TensorType
 
-__all__ = ["IndexedSupervisor", "UseIndexedSupervisor", "use_indexed_supervisor"]
+from llvm_backend.rewrites.registry import OPTDB, register_llvm_rewrite
+
+__all__ = ["SUPERVISOR_NAME", "IndexedSupervisor", "UseIndexedSupervisor", "use_indexed_supervisor"]
+
+SUPERVISOR_NAME = "llvm_backend_indexed_supervisor"
+"""The name of `use_indexed_supervisor` in ``optdb``."""
 
 
 def _computed_0d(var) -> bool:
@@ -97,4 +102,9 @@ class UseIndexedSupervisor(GraphRewriter):
         fgraph.attach_feature(IndexedSupervisor(stock.protected))
 
 
-use_indexed_supervisor = UseIndexedSupervisor()
+use_indexed_supervisor = register_llvm_rewrite(
+    OPTDB,
+    position=-0.5,
+    name=SUPERVISOR_NAME,
+    placement="before every rewrite that validates: the LLVM mode's graphs get an `IndexedSupervisor`.",
+)(UseIndexedSupervisor())

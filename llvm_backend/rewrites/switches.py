@@ -12,7 +12,8 @@ where ``c`` has every dimension broadcastable (``c'`` its one value), ``a`` is a
 constant of one value: 0, or an infinity when ``a``'s length is known and positive (a sum of n >= 1 copies of an
 infinity is that infinity; of 0, 0). The sum no longer waits for ``c``, and elemwise fusion folds the checks and
 the sum into one loop. The values are the same: ``Sum(a)`` when ``c`` holds, ``k`` (the sum of ``k``\\ s) when
-not, NaN where ``a`` has one and ``c`` holds. The rewrite runs before elemwise fusion (``llvm_backend.mode``).
+not, NaN where ``a`` has one and ``c`` holds. The rewrite runs before elemwise fusion, in
+``llvm_rewrites_before_fusion``.
 """
 
 import numpy as np
@@ -22,6 +23,8 @@ from pytensor.graph.rewriting.basic import copy_stack_trace, node_rewriter
 from pytensor.tensor.elemwise import DimShuffle, Elemwise
 from pytensor.tensor.math import Sum
 from pytensor.tensor.variable import TensorConstant
+
+from llvm_backend.rewrites.registry import PRE_FUSION_NAME, register_llvm_rewrite
 
 __all__ = ["sum_of_scalar_switch"]
 
@@ -47,6 +50,7 @@ def _scalar_condition(c):
     return c.dimshuffle()
 
 
+@register_llvm_rewrite(PRE_FUSION_NAME, position=0.6)
 @node_rewriter([Sum])
 def sum_of_scalar_switch(fgraph, node):
     """Sum(Switch(c, a, k)) -> Switch(c', Sum(a), k) for a broadcastable ``c`` and a constant ``k`` (see the module)."""

@@ -1,7 +1,7 @@
-"""The ``llvm-backend`` command: ``report``, ``ir``, ``lowerings``, ``changes`` and ``cache``, and the subcommands
-installed packages register in the entry-point group ``llvm_backend.commands`` (the bench's ``bench``, the
-developer tools' ``fuzz``): each entry point is a function given the subparsers action, which adds its parser and
-sets ``run``."""
+"""The ``llvm-backend`` command: ``report``, ``ir``, ``lowerings``, ``rewrites``, ``changes`` and ``cache``, and the
+subcommands installed packages register in the entry-point group ``llvm_backend.commands`` (the bench's ``bench``,
+the developer tools' ``fuzz``): each entry point is a function given the subparsers action, which adds its parser
+and sets ``run``."""
 
 import argparse
 import json
@@ -10,7 +10,7 @@ import sys
 from importlib.metadata import entry_points
 from pathlib import Path
 
-__all__ = ["COMMAND_PLUGINS", "UsageError", "changes_table", "lowerings_table", "main"]
+__all__ = ["COMMAND_PLUGINS", "UsageError", "changes_table", "lowerings_table", "main", "rewrites_table"]
 
 COMMAND_PLUGINS = "llvm_backend.commands"
 """The entry-point group of subcommands other packages add to ``llvm-backend``."""
@@ -177,10 +177,7 @@ def lowerings_table() -> str:
         ]
         for r in sorted(LOWERINGS.values(), key=lambda r: name(r.op_type))
     ]
-    header = ["op class", "intrinsic", "when", "pack start", "lowering"]
-    lines = [f"| {' | '.join(header)} |", f"| {' | '.join('---' for _ in header)} |"]
-    lines += [f"| {' | '.join(row)} |" for row in rows]
-    return "\n".join(lines)
+    return _markdown_table(["op class", "intrinsic", "when", "pack start", "lowering"], rows)
 
 
 def _lowerings(args) -> int:
@@ -201,6 +198,39 @@ def _add_lowerings(commands) -> None:
     lowerings.set_defaults(run=_lowerings)
 
 
+def _markdown_table(header: list[str], rows: list[list[str]]) -> str:
+    """``header`` and ``rows`` as a Markdown table, a ``|`` within a cell escaped."""
+    escaped = [[cell.replace("|", r"\|") for cell in row] for row in rows]
+    lines = [f"| {' | '.join(header)} |", f"| {' | '.join('---' for _ in header)} |"]
+    lines += [f"| {' | '.join(row)} |" for row in escaped]
+    return "\n".join(lines)
+
+
+def rewrites_table() -> str:
+    """The LLVM mode's rewrites (``llvm_backend.rewrites.registry``) as a Markdown table, in the order they run:
+    per rewrite, the database it is registered in (``optdb`` or one of ours, itself a row of ``optdb``), its
+    position there, the module defining it and the first sentence of its docstring, with the node rewriters run
+    in one pass with it."""
+    from llvm_backend.rewrites.registry import in_running_order
+
+    def does(record) -> str:
+        together = ", ".join(f"`{name}`" for name in record.together_with)
+        return f"{record.summary} In one pass with {together}." if together else record.summary
+
+    rows = [[r.name, r.database, str(r.position), r.module, does(r)] for r in in_running_order()]
+    return _markdown_table(["rewrite", "database", "position", "module", "what it does"], rows)
+
+
+def _rewrites(args) -> int:
+    print(rewrites_table())
+    return 0
+
+
+def _add_rewrites(commands) -> None:
+    rewrites = commands.add_parser("rewrites", help="the LLVM mode's own rewrites, where and in what order they run")
+    rewrites.set_defaults(run=_rewrites)
+
+
 def _first_sentence(doc: str) -> str:
     """The first sentence of a docstring, on one line."""
     return re.split(r"(?<=\.)\s+(?=[A-Z`])", " ".join(doc.split()), maxsplit=1)[0]
@@ -214,14 +244,12 @@ def changes_table() -> str:
     from llvm_backend.adapters.pytensor import NUMBA_IS_LLVM
     from llvm_backend.process import CHANGES
 
-    header = ["change", "kind", "checked against", "what it changes"]
-    lines = [f"| {' | '.join(header)} |", f"| {' | '.join('---' for _ in header)} |"]
+    rows = []
     for change in (*CHANGES, NUMBA_IS_LLVM):
         seam = change.checked
         checked = "-" if seam is None else f"{seam.library} {seam.series}.x"
-        row = [f"`{change.name}`", type(change).__name__, checked, _first_sentence(change.__doc__)]
-        lines.append(f"| {' | '.join(cell.replace('|', '\\|') for cell in row)} |")
-    return "\n".join(lines)
+        rows.append([f"`{change.name}`", type(change).__name__, checked, _first_sentence(change.__doc__)])
+    return _markdown_table(["change", "kind", "checked against", "what it changes"], rows)
 
 
 def _changes(args) -> int:
@@ -245,13 +273,14 @@ def _add_cache(commands) -> None:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="llvm-backend",
-        description="Measure, inspect, benchmark and fuzz PyTensor's LLVM mode: report, ir, bench, lowerings, cache, "
-        "changes and fuzz.",
+        description="Measure, inspect, benchmark and fuzz PyTensor's LLVM mode: report, ir, bench, lowerings, "
+        "rewrites, changes, cache and fuzz.",
     )
     commands = parser.add_subparsers(dest="command", required=True)
     _add_report(commands)
     _add_ir(commands)
     _add_lowerings(commands)
+    _add_rewrites(commands)
     _add_changes(commands)
     _add_cache(commands)
     for plugin in sorted(entry_points(group=COMMAND_PLUGINS), key=lambda entry: entry.name):

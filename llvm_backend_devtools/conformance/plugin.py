@@ -36,8 +36,9 @@ from pytensor.configparser import parse_config_string
 from pytensor.link.numba.linker import NumbaLinker
 
 from llvm_backend import rewrite_cache
-from llvm_backend.linker import REWRITE_TAG, LLVMLinker
+from llvm_backend.linker import LLVMLinker
 from llvm_backend.mode import LLVM
+from llvm_backend.rewrites.registry import REWRITE_TAG
 from llvm_backend_devtools.conformance import SUMMARY_PREFIX
 
 __all__ = ["SUMMARY_PREFIX", "LLVMSubstitution"]

@@ -4,7 +4,7 @@ import pytest
 
 from llvm_backend.tools.cli import main
 
-COMMANDS = ("report", "ir", "lowerings", "changes", "cache", "bench", "fuzz")  # built-in ones, then plugins
+COMMANDS = ("report", "ir", "lowerings", "rewrites", "changes", "cache", "bench", "fuzz")  # built-in ones, then plugins
 MARKUP = ("``", ":func:", ":class:", ":meth:", ":mod:")
 
 

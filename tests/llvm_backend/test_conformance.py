@@ -16,7 +16,8 @@ import pytest
 from pytensor.compile.mode import get_mode
 from pytensor.link.numba.linker import NumbaLinker
 
-from llvm_backend.linker import REWRITE_TAG, LLVMLinker
+from llvm_backend.linker import LLVMLinker
+from llvm_backend.rewrites.registry import REWRITE_TAG
 from llvm_backend_devtools.conformance.junit import count, read_outcomes
 from llvm_backend_devtools.conformance.plugin import stock_equivalent
 from llvm_backend_devtools.conformance.runner import import_path, main, regressions, table

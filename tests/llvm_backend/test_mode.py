@@ -10,8 +10,9 @@ from pytensor.compile.mode import Mode, get_mode, optdb
 from pytensor.link.numba.linker import NumbaLinker
 
 import llvm_backend
-from llvm_backend.linker import REWRITE_TAG, LLVMLinker
+from llvm_backend.linker import LLVMLinker
 from llvm_backend.mode import REWRITES_NAME, SUPERVISOR_NAME
+from llvm_backend.rewrites.registry import REWRITE_TAG
 from llvm_backend.rewrites.supervisor import use_indexed_supervisor
 from llvm_backend.tools.testing import compare_llvm_numba_and_py
 

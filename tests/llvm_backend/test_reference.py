@@ -7,7 +7,8 @@ import pytest
 import llvm_backend  # noqa: F401  (registers the lowerings and makes the changes the tables list)
 from llvm_backend.dispatch import LOWERINGS
 from llvm_backend.process import CHANGES
-from llvm_backend.tools.cli import changes_table, lowerings_table
+from llvm_backend.rewrites.registry import RECORDS
+from llvm_backend.tools.cli import changes_table, lowerings_table, rewrites_table
 
 REFERENCE = Path(__file__).parents[2] / "docs" / "reference.md"
 
@@ -19,7 +20,8 @@ def _table(heading: str) -> str:
 
 
 @pytest.mark.parametrize(
-    ("heading", "table"), [("Lowerings", lowerings_table), ("Process-wide changes", changes_table)]
+    ("heading", "table"),
+    [("Lowerings", lowerings_table), ("Rewrites", rewrites_table), ("Process-wide changes", changes_table)],
 )
 def test_each_table_is_its_commands_output(heading, table):
     assert _table(heading) == table()
@@ -27,6 +29,7 @@ def test_each_table_is_its_commands_output(heading, table):
 
 def test_the_tables_have_a_row_per_registry_entry():
     assert len(_table("Lowerings").splitlines()) == 2 + len(LOWERINGS)
+    assert len(_table("Rewrites").splitlines()) == 2 + len(RECORDS)
     rows = _table("Process-wide changes").splitlines()[2:]
     assert [row.split(" | ")[0].removeprefix("| ").strip("`") for row in rows] == [
         *(change.name for change in CHANGES),

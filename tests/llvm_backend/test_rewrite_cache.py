@@ -26,9 +26,10 @@ from pytensor.scalar import Composite
 from pytensor.tensor.rewriting.shape import ShapeFeature
 
 from llvm_backend import rewrite_cache
-from llvm_backend.linker import REWRITE_TAG, LLVMLinker
+from llvm_backend.linker import LLVMLinker
 from llvm_backend.mode import LLVM, SUPERVISOR_NAME
 from llvm_backend.rewrite_cache import CachedRewriter, RewriteCache, Uncacheable, rewriter_fingerprint
+from llvm_backend.rewrites.registry import REWRITE_TAG
 from llvm_backend.tools import graphs
 from llvm_backend.tools.testing import compare_llvm_numba_and_py
 

@@ -54,6 +54,7 @@ from llvm_backend_intrinsics.abi import (
     has_type,
     load_field,
 )
+from llvm_backend_intrinsics.naming import alloca_once_value
 
 __all__ = [
     "ArrayPack",
@@ -111,7 +112,7 @@ class ArrayPack:
 
 def _is_item(builder, pyapi, item, ndarray, dtype, ndim):
     """An i1: is ``item`` an ndarray of ``ndim`` dimensions whose dtype equals ``dtype``?"""
-    ok = cgutils.alloca_once_value(builder, cgutils.false_bit)
+    ok = alloca_once_value(builder, cgutils.false_bit, "is_item")
     with builder.if_else(has_type(builder, item, ndarray), likely=True) as (is_exact, maybe_subclass):
         with is_exact:
             builder.store(cgutils.true_bit, ok)
@@ -148,8 +149,8 @@ def unbox_array_pack(typ, obj, c):
     intp = context.get_value_type(types.intp)
     count = ir.Constant(intp, typ.count)
     table = cgutils.alloca_once(builder, context.get_value_type(typ.array_type), size=typ.count, name="pack")
-    failed = cgutils.alloca_once_value(builder, cgutils.true_bit)
-    unboxed = cgutils.alloca_once_value(builder, ir.Constant(intp, 0))
+    failed = alloca_once_value(builder, cgutils.true_bit, "failed")
+    unboxed = alloca_once_value(builder, ir.Constant(intp, 0), "unboxed")
     arrays = pyapi.object_getattr_string(obj, "arrays")
     dtype = pyapi.object_getattr_string(obj, "dtype")
     ndarray = pyapi.object_getattr_string(obj, "ndarray")
@@ -195,12 +196,12 @@ def unbox_array_pack(typ, obj, c):
     return NativeValue(table, is_error=builder.load(failed), cleanup=cleanup)
 
 
-def table_item(builder, table, index: int | ir.Value):
+def table_item(builder, table, index: int | ir.Value, name: str = "item"):
     """Array ``index`` (a constant or an ``i64`` value) of a pack's table (borrowed: the table holds the
-    reference)."""
+    reference), named ``name``."""
     if isinstance(index, int):
         index = ir.Constant(ir.IntType(64), index)
-    return builder.load(builder.gep(table, [index]))
+    return builder.load(builder.gep(table, [index], name=f"{name}.ptr"), name=name)
 
 
 def table_of(context, builder, pack: ArrayPackType, items):
@@ -210,7 +211,7 @@ def table_of(context, builder, pack: ArrayPackType, items):
     for k, (value, item_type) in enumerate(items):
         builder.store(
             _as_item(context, builder, value, item_type, pack.array_type),
-            builder.gep(table, [ir.Constant(ir.IntType(64), k)]),
+            builder.gep(table, [ir.Constant(ir.IntType(64), k)], name=f"pack.item{k}.ptr"),
         )
     return table
 

@@ -54,6 +54,7 @@ from llvm_backend_intrinsics.argpack import (
     table_of,
 )
 from llvm_backend_intrinsics.functions import call_as_function
+from llvm_backend_intrinsics.naming import named, naming_call
 from llvm_backend_intrinsics.scalarpack import ScalarPackType
 
 __all__ = ["GraphPlan", "PlanCall", "PlanItem", "graph_intrinsic"]
@@ -94,6 +95,12 @@ class GraphPlan:
     constants: tuple = ()
     """The values of the last of the ``n_arguments`` slots, which the intrinsic emits itself (numba's constants
     of their types, as it lowers a global) instead of taking them in its tuple."""
+    names: tuple[str, ...] = ()
+    """Per slot, the name of its values in the IR (its graph variable's); a slot past them is ``s<slot>``."""
+
+    def name(self, slot: int) -> str:
+        """The name of ``slot``'s values in the IR."""
+        return self.names[slot] if slot < len(self.names) else f"s{slot}"
 
     @property
     def n_passed(self) -> int:
@@ -247,7 +254,7 @@ def _reference(context, builder, value_type, value, name: str):
     function = cgutils.get_or_insert_function(
         builder.module, ir.FunctionType(ir.VoidType(), [cgutils.voidptr_t]), f"NRT_{name}"
     )
-    builder.call(function, [builder.extract_value(value, ARRAY_MEMINFO_FIELD)])
+    builder.call(function, [builder.extract_value(value, ARRAY_MEMINFO_FIELD, name=f"{value.name}.meminfo")])
 
 
 class _Slots:
@@ -260,10 +267,12 @@ class _Slots:
         self.context = context
         self.builder = builder
         self.types = slot_types
+        self.plan = plan
         self.items = {item.slot: item for item in plan.items}
+        passed = [builder.extract_value(arguments, i, name=plan.name(i)) for i in range(len(argument_types))]
         self.values = {
-            i: context.cast(builder, builder.extract_value(arguments, i), argument_type, slot_types[i])
-            for i, argument_type in enumerate(argument_types)
+            i: context.cast(builder, value, argument_type, slot_types[i])
+            for i, (value, argument_type) in enumerate(zip(passed, argument_types))
         }
         for i, value in enumerate(plan.constants, start=plan.n_passed):
             self.values[i] = context.get_constant_generic(builder, slot_types[i], value)
@@ -273,7 +282,7 @@ class _Slots:
         """The value of ``slot``, loading a pack item from its table on its first read."""
         if slot not in self.values:
             item = self.items[slot]
-            self.values[slot] = table_item(self.builder, self.values[item.pack], item.index)
+            self.values[slot] = table_item(self.builder, self.values[item.pack], item.index, self.plan.name(slot))
         return self.values[slot]
 
     def typed(self, slots) -> list:
@@ -281,8 +290,8 @@ class _Slots:
         return [(self.value(s), self.types[s]) for s in slots]
 
     def take(self, slots, values) -> None:
-        """``values`` become the owned values of ``slots`` (a call's outputs)."""
-        self.values |= dict(zip(slots, values))
+        """``values`` become the owned values of ``slots`` (a call's outputs), named after them."""
+        self.values |= {slot: named(value, self.plan.name(slot)) for slot, value in zip(slots, values)}
         self.owned |= set(slots)
 
     def reference(self, slot, name: str) -> None:
@@ -315,7 +324,7 @@ def _emit_lists(context, builder, groups, list_types):
             lists.append(instance.value)
             data = instance.data
         else:
-            data = cgutils.alloca_once(builder, model.get_data_type(), size=len(group))
+            data = cgutils.alloca_once(builder, model.get_data_type(), size=len(group), name="listed")
             lists.append(data)
         for k, slot in enumerate(group):
             places.setdefault(slot, []).append(_ListPlace(data, item_type, model, k))
@@ -328,9 +337,8 @@ def _emit_store_listed(context, builder, slots: _Slots, places, slot, give: bool
     Each place holds a reference; with ``give``, the last one takes the graph's."""
     for n, place in enumerate(places):
         item = context.cast(builder, slots.value(slot), slots.types[slot], place.item_type)
-        builder.store(
-            place.model.as_data(builder, item), builder.gep(place.data, [ir.Constant(ir.IntType(64), place.index)])
-        )
+        target = builder.gep(place.data, [ir.Constant(ir.IntType(64), place.index)], name=f"{item.name}.listed")
+        builder.store(place.model.as_data(builder, item), target)
         if give and n == len(places) - 1:
             slots.owned.discard(slot)
         else:
@@ -343,7 +351,7 @@ def _emit_pack_argument(context, builder, slots: _Slots, pack_slots, pack_type):
     places = [slots.items.get(s) for s in pack_slots]
     first = places[0]
     if None not in places and all(p.pack == first.pack and p.index == first.index + k for k, p in enumerate(places)):
-        return builder.gep(slots.values[first.pack], [ir.Constant(ir.IntType(64), first.index)])
+        return builder.gep(slots.values[first.pack], [ir.Constant(ir.IntType(64), first.index)], name="pack.view")
     return table_of(context, builder, pack_type, slots.typed(pack_slots))
 
 
@@ -354,11 +362,16 @@ def _emit_plan_call(context, builder, slots: _Slots, call: PlanCall, typed_call,
     if call.pack_from is not None:
         packed = _emit_pack_argument(context, builder, slots, call.arguments[call.pack_from :], call_types[-1])
         arguments = [*arguments[: call.pack_from], (packed, call_types[-1])]
-    result = _call(context, builder, function_type, signature, _fold(context, builder, signature, arguments), frame)
+    names = [slots.plan.name(s) for s in call.arguments]
+    if call.pack_from is not None:
+        names = [*names[: call.pack_from], "pack"]
+    with naming_call(names, [slots.plan.name(s) for s in call.outputs]):
+        folded = _fold(context, builder, signature, arguments)
+        result = _call(context, builder, function_type, signature, folded, frame)
     if len(call.outputs) == 1:
         return [result]
     if isinstance(signature.return_type, types.BaseTuple):
-        return [builder.extract_value(result, k) for k in range(len(call.outputs))]
+        return [builder.extract_value(result, k, name=slots.plan.name(s)) for k, s in enumerate(call.outputs)]
     return _unpack(context, builder, signature.return_type, result, len(call.outputs), call.label)
 
 
@@ -434,24 +447,28 @@ def _runs(plan: GraphPlan, typed_calls) -> dict[int, _Run]:
 def _emit_run(context, builder, slots: _Slots, run: _Run, calls, typed_call, place: _ListPlace, frame: dict):
     """The calls of ``run`` as one loop: iteration ``k`` calls the function on item ``first + step * k`` of
     each pack read and on the invariant slots (read before the loop), and stores its output, owned, in list
-    place ``place.index + step * k``."""
+    place ``place.index + step * k``. A pack item read is named after its pack (``xs.item``), the output after
+    its list (``listed.item``)."""
     first = calls[0]
     intp = ir.IntType(64)
-    arguments = []
+    arguments, names = [], []
     for s in first.arguments:
         item = slots.items.get(s)
         arguments.append((slots.value(s), None) if item is None else (slots.values[item.pack], item.index))
+        names.append(slots.plan.name(s) if item is None else f"{slots.plan.name(item.pack)}.item")
     out_type = slots.types[first.outputs[0]]
     function_type, signature, _ = typed_call
     with cgutils.for_range(builder, ir.Constant(intp, run.length)) as loop:
-        offset = builder.mul(loop.index, intp(run.step))
+        offset = builder.mul(loop.index, intp(run.step), name="run.offset")
         values = [
-            (value if first_index is None else table_item(builder, value, builder.add(offset, intp(first_index))), t)
-            for (value, first_index), t in zip(arguments, (slots.types[s] for s in first.arguments))
+            (value if at is None else table_item(builder, value, builder.add(offset, intp(at), name="run.at"), name), t)
+            for (value, at), t, name in zip(arguments, (slots.types[s] for s in first.arguments), names)
         ]
-        result = _call(context, builder, function_type, signature, _fold(context, builder, signature, values), frame)
-        item = context.cast(builder, result, out_type, place.item_type)
-        target = builder.gep(place.data, [builder.add(offset, intp(place.index))])
+        with naming_call(names, ["listed.item"]):
+            folded = _fold(context, builder, signature, values)
+            result = _call(context, builder, function_type, signature, folded, frame)
+        item = named(context.cast(builder, result, out_type, place.item_type), "listed.item")
+        target = builder.gep(place.data, [builder.add(offset, intp(place.index), name="run.place")], name="run.listed")
         builder.store(place.model.as_data(builder, item), target)
 
 

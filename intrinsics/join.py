@@ -23,6 +23,7 @@ from numba.np import numpy_support
 from numba.np.arrayobj import _empty_nd_impl
 
 from llvm_backend_intrinsics.argpack import ArrayPackType
+from llvm_backend_intrinsics.naming import alloca_once_value, call_names, named, unpack_named
 
 _INTP = cgutils.intp_t
 
@@ -44,18 +45,18 @@ class _ShapeMismatchType(types.Type):
 
 
 _SHAPE_MISMATCH = _ShapeMismatchType()
+_MISMATCH_FIELDS = ("bad_input", "dim", "size", "first_size", "axis")
 
 
 @register_model(_ShapeMismatchType)
 class _ShapeMismatchModel(models.StructModel):
     def __init__(self, dmm, fe_type):
-        fields = ("bad_input", "dim", "size", "first_size", "axis")
-        super().__init__(dmm, fe_type, [(name, types.intp) for name in fields])
+        super().__init__(dmm, fe_type, [(name, types.intp) for name in _MISMATCH_FIELDS])
 
 
 @box(_ShapeMismatchType)
 def _box_shape_mismatch(typ, val, c):
-    fields = [c.box(types.intp, c.builder.extract_value(val, i)) for i in range(5)]
+    fields = [c.box(types.intp, c.builder.extract_value(val, i, name=name)) for i, name in enumerate(_MISMATCH_FIELDS)]
     formatter = c.pyapi.unserialize(c.pyapi.serialize_object(shape_mismatch_message))
     message = c.pyapi.call_function_objargs(formatter, fields)
     for obj in (formatter, *fields):
@@ -144,36 +145,45 @@ def _store_entry(context, builder, table, k, entry_type, value):
     """Store input ``k``'s data pointer, shape and strides: ten instructions for an array."""
     if isinstance(entry_type, types.Array) and entry_type.ndim == 0:
         # A 0-d array joins as a length-1 vector viewing its element.
-        data = builder.extract_value(value, context.data_model_manager[entry_type].get_field_position("data"))
+        position = context.data_model_manager[entry_type].get_field_position("data")
+        data = builder.extract_value(value, position, name="entry.data")
         itemsize = context.get_abi_sizeof(context.get_data_type(entry_type.dtype))
         shape = ir.Constant(ir.ArrayType(_INTP, 1), [1])
         strides = ir.Constant(ir.ArrayType(_INTP, 1), [itemsize])
     elif isinstance(entry_type, types.Array):
         model = context.data_model_manager[entry_type]
         data, shape, strides = (
-            builder.extract_value(value, model.get_field_position(field)) for field in ("data", "shape", "strides")
+            builder.extract_value(value, model.get_field_position(field), name=f"entry.{field}")
+            for field in ("data", "shape", "strides")
         )
     else:
         # A scalar joins as a length-1 vector held in its own stack slot, read only by this function.
-        data = cgutils.alloca_once_value(builder, context.get_value_as_data(builder, entry_type, value))
+        data = alloca_once_value(builder, context.get_value_as_data(builder, entry_type, value), "entry.element")
         itemsize = context.get_abi_sizeof(context.get_data_type(entry_type))
         shape = ir.Constant(ir.ArrayType(_INTP, 1), [1])
         strides = ir.Constant(ir.ArrayType(_INTP, 1), [itemsize])
     k = _INTP(k) if isinstance(k, int) else k
-    builder.store(builder.bitcast(data, cgutils.voidptr_t), builder.gep(table.data, [k]))
-    builder.store(shape, builder.gep(table.shapes, [k]))
-    builder.store(strides, builder.gep(table.strides, [k]))
+    data = builder.bitcast(data, cgutils.voidptr_t, name="entry.bytes")
+    builder.store(data, builder.gep(table.data, [k], name="entry.data.slot"))
+    builder.store(shape, builder.gep(table.shapes, [k], name="entry.shape.slot"))
+    builder.store(strides, builder.gep(table.strides, [k], name="entry.strides.slot"))
 
 
 def _load_dims(builder, dims_table, k, ndim):
-    return [builder.load(builder.gep(dims_table, [k, _INTP(d)])) for d in range(ndim)]
+    """Entry ``k``'s ``ndim`` sizes (or strides) in the stack table ``dims_table``, named after it."""
+    name = dims_table.name.removeprefix("join.")
+    return [
+        builder.load(builder.gep(dims_table, [k, _INTP(d)], name=f"{name}{d}.slot"), name=f"{name}{d}")
+        for d in range(ndim)
+    ]
 
 
 def _select_dim(builder, values, axis):
     """``values[axis]`` for a run-time ``axis``."""
     selected = values[0]
     for d in range(1, len(values)):
-        selected = builder.select(builder.icmp_signed("==", axis, _INTP(d)), values[d], selected)
+        on_axis = builder.icmp_signed("==", axis, _INTP(d), name=f"axis_is{d}")
+        selected = builder.select(on_axis, values[d], selected, name="on_axis")
     return selected
 
 
@@ -183,11 +193,12 @@ def _emit_size_checks(context, builder, k, shape, first_shape, axis):
     # Reversed so that the lowest mismatching dimension is the one reported.
     for d in reversed(range(len(shape))):
         mismatch = builder.and_(
-            builder.icmp_signed("!=", axis, _INTP(d)),
-            builder.icmp_signed("!=", shape[d], first_shape[d]),
+            builder.icmp_signed("!=", axis, _INTP(d), name=f"off_axis{d}"),
+            builder.icmp_signed("!=", shape[d], first_shape[d], name=f"shape{d}.differs"),
+            name=f"mismatch{d}",
         )
-        bad_dim = builder.select(mismatch, _INTP(d), bad_dim)
-        bad = builder.or_(bad, mismatch)
+        bad_dim = builder.select(mismatch, _INTP(d), bad_dim, name="bad_dim")
+        bad = builder.or_(bad, mismatch, name="bad")
     with builder.if_then(bad, likely=False):
         sizes = (_select_dim(builder, shape, bad_dim), _select_dim(builder, first_shape, bad_dim))
         mismatch = cgutils.make_anonymous_struct(builder, (k, bad_dim, *sizes, axis))
@@ -197,24 +208,30 @@ def _emit_size_checks(context, builder, k, shape, first_shape, axis):
 def _emit_validation(context, builder, table, n_inputs, ndim, axis):
     """One loop checking sizes and filling ``table.offsets``; returns the output shape."""
     first_shape = _load_dims(builder, table.shapes, _INTP(0), ndim)
-    total = cgutils.alloca_once_value(builder, _INTP(0), name="join.total")
+    total = alloca_once_value(builder, _INTP(0), "join.total")
     with cgutils.for_range(builder, _INTP(n_inputs)) as loop:
         shape = _load_dims(builder, table.shapes, loop.index, ndim)
         _emit_size_checks(context, builder, loop.index, shape, first_shape, axis)
-        start = builder.load(total)
-        builder.store(start, builder.gep(table.offsets, [loop.index]))
-        builder.store(builder.add(start, _select_dim(builder, shape, axis)), total)
-    total = builder.load(total)
+        start = builder.load(total, name="offset")
+        builder.store(start, builder.gep(table.offsets, [loop.index], name="offset.slot"))
+        builder.store(builder.add(start, _select_dim(builder, shape, axis), name="offset.next"), total)
+    total = builder.load(total, name="total")
     return [
-        builder.select(builder.icmp_signed("==", axis, _INTP(d)), total, size) for d, size in enumerate(first_shape)
+        builder.select(builder.icmp_signed("==", axis, _INTP(d), name=f"axis_is{d}"), total, size, name=f"out.shape{d}")
+        for d, size in enumerate(first_shape)
     ]
 
 
 def _emit_normalized_axis(context, builder, axis, ndim):
     """``axis`` wrapped into [0, ndim); AxisError (an IndexError, as numba's concatenate) if out of range."""
     ll_ndim = _INTP(ndim)
-    wrapped = builder.select(builder.icmp_signed("<", axis, _INTP(0)), builder.add(axis, ll_ndim), axis)
-    out_of_range = builder.or_(builder.icmp_signed("<", wrapped, _INTP(0)), builder.icmp_signed(">=", wrapped, ll_ndim))
+    negative = builder.icmp_signed("<", axis, _INTP(0), name="axis.negative")
+    wrapped = builder.select(negative, builder.add(axis, ll_ndim, name="axis.from_end"), axis, name="axis.wrapped")
+    out_of_range = builder.or_(
+        builder.icmp_signed("<", wrapped, _INTP(0), name="axis.below"),
+        builder.icmp_signed(">=", wrapped, ll_ndim, name="axis.above"),
+        name="axis.out_of_range",
+    )
     with builder.if_then(out_of_range, likely=False):
         context.call_conv.return_dynamic_user_exc(
             builder, np.exceptions.AxisError, (axis, ll_ndim), (types.intp, types.intp)
@@ -225,25 +242,25 @@ def _emit_normalized_axis(context, builder, axis, ndim):
 def _emit_element_loop(context, builder, count, src_at, dst, in_dtype, out_dtype, align):
     """``dst[i] = cast(*src_at(i))`` for i < count; ``dst`` points to the output dtype."""
     with cgutils.for_range(builder, count) as loop:
-        value = context.unpack_value(builder, in_dtype, src_at(loop.index), align=align)
-        value = context.cast(builder, value, in_dtype, out_dtype)
-        context.pack_value(builder, out_dtype, value, builder.gep(dst, [loop.index]))
+        value = named(context.unpack_value(builder, in_dtype, src_at(loop.index), align=align), "element")
+        value = named(context.cast(builder, value, in_dtype, out_dtype), "element.cast")
+        context.pack_value(builder, out_dtype, value, builder.gep(dst, [loop.index], name="element.out_ptr"))
 
 
 def _emit_run_copy(context, builder, src, dst, count, src_stride, contiguous, in_dtype, out_dtype, align):
     """Copy ``count`` elements from ``src`` (byte stride ``src_stride``) to contiguous ``dst``."""
     in_ptr_type = context.get_data_type(in_dtype).as_pointer()
-    out_items = builder.bitcast(dst, context.get_data_type(out_dtype).as_pointer())
+    out_items = builder.bitcast(dst, context.get_data_type(out_dtype).as_pointer(), name="run.out")
     with builder.if_else(contiguous, likely=True) as (on_contiguous, on_strided):
         with on_contiguous:
             # A unit-stride element loop, which LLVM vectorizes: it measured faster than a memcpy
             # call per run, and it covers the casting copies too.
-            in_items = builder.bitcast(src, in_ptr_type)
+            in_items = builder.bitcast(src, in_ptr_type, name="run.in")
             _emit_element_loop(
                 context,
                 builder,
                 count,
-                lambda i: builder.gep(in_items, [i]),
+                lambda i: builder.gep(in_items, [i], name="element.ptr"),
                 out_items,
                 in_dtype,
                 out_dtype,
@@ -254,7 +271,11 @@ def _emit_run_copy(context, builder, src, dst, count, src_stride, contiguous, in
                 context,
                 builder,
                 count,
-                lambda i: builder.bitcast(builder.gep(src, [builder.mul(i, src_stride)]), in_ptr_type),
+                lambda i: builder.bitcast(
+                    builder.gep(src, [builder.mul(i, src_stride, name="element.offset")], name="element.address"),
+                    in_ptr_type,
+                    name="element.ptr",
+                ),
                 out_items,
                 in_dtype,
                 out_dtype,
@@ -269,19 +290,20 @@ def _collapse_contiguous(builder, shape, strides, in_itemsize, out):
     """
     out_itemsize = out.strides[-1]
     run = shape[-1]
-    contiguous = builder.icmp_signed("==", strides[-1], _INTP(in_itemsize))
+    contiguous = builder.icmp_signed("==", strides[-1], _INTP(in_itemsize), name="contiguous")
     merging = contiguous
     counts = []
     for d in reversed(range(len(shape) - 1)):
-        merging = builder.and_(
-            merging,
-            builder.and_(
-                builder.icmp_signed("==", strides[d], builder.mul(run, _INTP(in_itemsize))),
-                builder.icmp_signed("==", out.strides[d], builder.mul(run, out_itemsize)),
-            ),
+        in_contiguous = builder.icmp_signed(
+            "==", strides[d], builder.mul(run, _INTP(in_itemsize), name=f"in.run_bytes{d}"), name=f"in.merges{d}"
         )
-        counts.insert(0, builder.select(merging, _INTP(1), shape[d]))
-        run = builder.select(merging, builder.mul(run, shape[d]), run)
+        out_contiguous = builder.icmp_signed(
+            "==", out.strides[d], builder.mul(run, out_itemsize, name=f"out.run_bytes{d}"), name=f"out.merges{d}"
+        )
+        both = builder.and_(in_contiguous, out_contiguous, name=f"merges{d}")
+        merging = builder.and_(merging, both, name=f"merging{d}")
+        counts.insert(0, builder.select(merging, _INTP(1), shape[d], name=f"count{d}"))
+        run = builder.select(merging, builder.mul(run, shape[d], name=f"merged_run{d}"), run, name="run")
     return counts, run, contiguous
 
 
@@ -292,25 +314,23 @@ def _emit_block_copy(context, builder, src, dst, shape, strides, in_dtype, out, 
     with cgutils.loop_nest(builder, counts, _INTP) as index:
         src_run, dst_run = src, dst
         for i, src_stride, out_stride in zip(index, strides, out.strides):
-            src_run = builder.gep(src_run, [builder.mul(i, src_stride)])
-            dst_run = builder.gep(dst_run, [builder.mul(i, out_stride)])
+            src_run = builder.gep(src_run, [builder.mul(i, src_stride, name="src.offset")], name="src.run")
+            dst_run = builder.gep(dst_run, [builder.mul(i, out_stride, name="dst.offset")], name="dst.run")
         _emit_run_copy(context, builder, src_run, dst_run, run, strides[-1], contiguous, in_dtype, out.dtype, align)
 
 
 def _emit_group_copy(context, builder, table, members, in_dtype, out, align):
     """One loop over the inputs ``members`` (all of ``in_dtype``), copying each to its block."""
     ndim = len(out.strides)
-    member_table = cgutils.alloca_once_value(
-        builder, ir.Constant(ir.ArrayType(_INTP, len(members)), members), name="join.members"
-    )
+    member_table = alloca_once_value(builder, ir.Constant(ir.ArrayType(_INTP, len(members)), members), "join.members")
     with cgutils.for_range(builder, _INTP(len(members))) as loop:
-        k = builder.load(builder.gep(member_table, [_INTP(0), loop.index]))
-        start = builder.load(builder.gep(table.offsets, [k]))
-        dst = builder.gep(out.data, [builder.mul(start, out.axis_stride)])
+        k = builder.load(builder.gep(member_table, [_INTP(0), loop.index], name="member.slot"), name="member")
+        start = builder.load(builder.gep(table.offsets, [k], name="offset.slot"), name="offset")
+        dst = builder.gep(out.data, [builder.mul(start, out.axis_stride, name="dst.offset")], name="dst")
         _emit_block_copy(
             context,
             builder,
-            builder.load(builder.gep(table.data, [k])),
+            builder.load(builder.gep(table.data, [k], name="src.slot"), name="src"),
             dst,
             _load_dims(builder, table.shapes, k, ndim),
             _load_dims(builder, table.strides, k, ndim),
@@ -333,9 +353,9 @@ def _emit_join(context, builder, axis, in_types, fill_table, out_type):
     out = _empty_nd_impl(
         context, builder, out_type, _emit_validation(context, builder, table, len(in_types), ndim, axis)
     )
-    out_strides = cgutils.unpack_tuple(builder, out.strides, ndim)
+    out_strides = unpack_named(builder, named(out.strides, "out.strides"), ndim, "out.stride")
     output = _Output(
-        builder.bitcast(out.data, cgutils.voidptr_t),
+        builder.bitcast(named(out.data, "out.data"), cgutils.voidptr_t, name="out.bytes"),
         out_strides,
         _select_dim(builder, out_strides, axis),
         out_type.dtype,
@@ -357,7 +377,7 @@ def _emit_element(context, builder, entry_type, value):
         return value, entry_type
     data = context.make_array(entry_type)(context, builder, value).data
     align = None if entry_type.aligned else 1
-    return context.unpack_value(builder, entry_type.dtype, data, align=align), entry_type.dtype
+    return named(context.unpack_value(builder, entry_type.dtype, data, align=align), "element"), entry_type.dtype
 
 
 def _emit_vector_join(context, builder, axis, in_types, values, out_type, filled=None):
@@ -382,33 +402,35 @@ def _emit_vector_join(context, builder, axis, in_types, values, out_type, filled
         if k == filled_at:
             out = context.make_array(out_type)(context, builder, value)
             _, before, after = filled
-            [length] = cgutils.unpack_tuple(builder, out.shape, 1)
-            before_fits = builder.icmp_signed("==", total, _INTP(before))
-            total = builder.sub(length, _INTP(after))
+            [length] = unpack_named(builder, named(out.shape, "out.shape"), 1, "out.shape")
+            before_fits = builder.icmp_signed("==", total, _INTP(before), name="before.fits")
+            total = builder.sub(length, _INTP(after), name="offset")
             continue
         if _is_element(entry_type):
-            total = builder.add(total, _INTP(1))
+            total = builder.add(total, _INTP(1), name="offset")
             continue
         j = position[k]
         _store_entry(context, builder, table, j, entry_type, value)
-        builder.store(total, builder.gep(table.offsets, [_INTP(j)]))
-        total = builder.add(total, _load_dims(builder, table.shapes, _INTP(j), 1)[0])
+        builder.store(total, builder.gep(table.offsets, [_INTP(j)], name="offset.slot"))
+        total = builder.add(total, _load_dims(builder, table.shapes, _INTP(j), 1)[0], name="offset")
     if filled is None:
         out = _empty_nd_impl(context, builder, out_type, [total])
     else:
-        fits = builder.and_(before_fits, builder.icmp_signed("==", total, length))
-        with builder.if_then(builder.not_(fits), likely=False):
+        fits = builder.and_(before_fits, builder.icmp_signed("==", total, length, name="after.fits"), name="fits")
+        with builder.if_then(builder.not_(fits, name="misfits"), likely=False):
             message = f"Join: the entries around input {filled_at} do not have the lengths its output was made for"
             context.call_conv.return_user_exc(builder, ValueError, (message,))
         context.nrt.incref(builder, out_type, out._getvalue())
     for k, (entry_type, value) in enumerate(zip(in_types, values)):
         if _is_element(entry_type):
             element, element_type = _emit_element(context, builder, entry_type, value)
-            element = context.cast(builder, element, element_type, out_type.dtype)
-            context.pack_value(builder, out_type.dtype, element, builder.gep(out.data, [offsets[k]]))
+            element = named(context.cast(builder, element, element_type, out_type.dtype), "element.cast")
+            target = builder.gep(named(out.data, "out.data"), [offsets[k]], name="element.out_ptr")
+            context.pack_value(builder, out_type.dtype, element, target)
     if vectors:
-        [stride] = cgutils.unpack_tuple(builder, out.strides, 1)
-        output = _Output(builder.bitcast(out.data, cgutils.voidptr_t), [stride], stride, out_type.dtype)
+        [stride] = unpack_named(builder, named(out.strides, "out.strides"), 1, "out.stride")
+        data = builder.bitcast(named(out.data, "out.data"), cgutils.voidptr_t, name="out.bytes")
+        output = _Output(data, [stride], stride, out_type.dtype)
         vector_types = [in_types[k] for k in vectors]
         for in_dtype, members in _groups_by_dtype(vector_types).items():
             aligned = all(vector_types[j].aligned for j in members)
@@ -418,26 +440,28 @@ def _emit_vector_join(context, builder, axis, in_types, values, out_type, filled
 
 def _fill_from_tuple(context, builder, entry_types, entries, table):
     """Store each entry of the tuple ``entries`` (of ``entry_types``) in the stack tables: straight-line code."""
-    for k, (entry_type, value) in enumerate(zip(entry_types, cgutils.unpack_tuple(builder, entries, len(entry_types)))):
+    for k, (entry_type, value) in enumerate(
+        zip(entry_types, unpack_named(builder, entries, len(entry_types), "entry"))
+    ):
         _store_entry(context, builder, table, k, entry_type, value)
 
 
 def _fill_from_pack(context, builder, pack, entries, table):
     """Store each array of the pack in the 1-tuple ``entries`` in the stack tables: one loop over its table."""
-    items = cgutils.unpack_tuple(builder, entries, 1)[0]
+    [items] = unpack_named(builder, entries, 1, "pack")
     with cgutils.for_range(builder, _INTP(pack.count)) as loop:
-        value = builder.load(builder.gep(items, [loop.index]))
+        value = builder.load(builder.gep(items, [loop.index], name="entry.ptr"), name="entry")
         _store_entry(context, builder, table, loop.index, pack.array_type, value)
 
 
 def _emit_linear_join(context, builder, sig, args, in_types, pack, out_type):
     """`linear_join`'s code, its entries ``in_types`` (a pack's arrays, for a ``pack``): a 1-d join of a tuple with
     elements among its entries is `_emit_vector_join`'s, any other join `_emit_join`'s."""
-    join_axis = context.cast(builder, args[0], sig.args[0], types.intp)
+    join_axis = named(context.cast(builder, args[0], sig.args[0], types.intp), "axis")
     if pack is not None:
         fill = partial(_fill_from_pack, context, builder, pack, args[1])
     elif any(_is_element(entry) for entry in in_types):
-        values = cgutils.unpack_tuple(builder, args[1], len(in_types))
+        values = unpack_named(builder, args[1], len(in_types), "entry")
         return _emit_vector_join(context, builder, join_axis, list(in_types), values, out_type)
     else:
         fill = partial(_fill_from_tuple, context, builder, in_types, args[1])
@@ -532,7 +556,8 @@ def filled_join(filled: int, before: int, after: int, dtype: np.dtype):
         _join_ndim(arguments)
 
         def codegen(context, builder, sig, args):
-            values = cgutils.unpack_tuple(builder, args[0], len(entries))
+            names = call_names(len(entries), 1)
+            values = [builder.extract_value(args[0], k, name=name) for k, name in enumerate(names.arguments)]
             return _emit_vector_join(
                 context, builder, _INTP(0), list(entries), values, out_type, (filled, before, after)
             )

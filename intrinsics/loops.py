@@ -40,6 +40,7 @@ from numba.np.arrayobj import _empty_nd_impl
 from numba.np.numpy_support import from_dtype
 
 from llvm_backend_intrinsics.functions import call_as_function
+from llvm_backend_intrinsics.naming import alloca_once_value, call_names, named, unpack_named
 from llvm_backend_intrinsics.reduction import combine_rule
 
 __all__ = ["LoopOutput", "LoopSpec", "loop_intrinsic", "node_loop_intrinsic"]
@@ -186,7 +187,8 @@ def _emit_shape(context, builder, arrays, spec: LoopSpec):
             continue
         first_input, size = sizes[0]
         for k, other in sizes[1:]:
-            with builder.if_then(builder.icmp_signed("!=", size, other), likely=False):
+            differs = builder.icmp_signed("!=", size, other, name=f"shape{d}.differs")
+            with builder.if_then(differs, likely=False):
                 message = f"Elemwise input {k} has an incompatible shape in axis {d} (not input {first_input}'s)"
                 context.call_conv.return_user_exc(builder, ValueError, (message,))
         shape.append(size)
@@ -209,7 +211,8 @@ def _emit_target_shapes(context, builder, arrays, spec: LoopSpec, shape) -> None
         for d in range(spec.ndim):
             if d == axis:
                 continue
-            with builder.if_then(builder.icmp_signed("!=", arrays[output.into].shapes[d], shape[d]), likely=False):
+            differs = builder.icmp_signed("!=", arrays[output.into].shapes[d], shape[d], name=f"shape{d}.differs")
+            with builder.if_then(differs, likely=False):
                 message = (
                     f"the target of an indexed Elemwise output (input {output.into}) has an incompatible shape "
                     f"in axis {d}"
@@ -228,16 +231,18 @@ def _emit_index_checks(context, builder, arrays, spec: LoopSpec) -> None:
         size = arrays[users[0]].shapes[axis]
         for user in users[1:]:
             other = arrays[user].shapes[axis]
-            size = builder.select(builder.icmp_signed("<", other, size), other, size)
+            shorter = builder.icmp_signed("<", other, size, name="shorter")
+            size = builder.select(shorter, other, size, name=f"index{k}.bound")
         index = arrays[n + k]
         with cgutils.for_range(builder, index.shapes[0]) as loop:
             position = _position(context, builder, index, loop.index)
             if index.type.dtype.signed:
-                below = builder.icmp_signed("<", position, builder.neg(size))
-                outside = builder.or_(below, builder.icmp_signed(">=", position, size))
+                below = builder.icmp_signed("<", position, builder.neg(size, name="lowest"), name="below")
+                above = builder.icmp_signed(">=", position, size, name="above")
+                outside = builder.or_(below, above, name="outside")
             else:
                 # a uint64 position past intp's range reads as negative: unsigned, it is past any size
-                outside = builder.icmp_unsigned(">=", position, size)
+                outside = builder.icmp_unsigned(">=", position, size, name="outside")
             with builder.if_then(outside, likely=False):
                 message = f"index out of bounds in axis {axis} of an indexed Elemwise input or output (index {n + k})"
                 context.call_conv.return_user_exc(builder, IndexError, (message,))
@@ -245,54 +250,65 @@ def _emit_index_checks(context, builder, arrays, spec: LoopSpec) -> None:
 
 def _position(context, builder, index, at):
     """Element ``at`` of the index array ``index`` (an `_Array`), as an intp."""
-    return context.cast(builder, index.load(context, builder, [at], None), index.type.dtype, types.intp)
+    position = context.cast(builder, index.load(context, builder, [at], None), index.type.dtype, types.intp)
+    return named(position, f"{index.name}.position")
 
 
 def _wrapped(builder, position, size):
     """``position`` counted from the end of ``size`` when negative, as numpy's."""
-    return builder.select(builder.icmp_signed("<", position, _INTP(0)), builder.add(position, size), position)
+    negative = builder.icmp_signed("<", position, _INTP(0), name="negative")
+    return builder.select(negative, builder.add(position, size, name="from_end"), position, name="wrapped")
 
 
 class _Array:
     """An array's pieces, read once before the loop: ``value`` is what is handed out (the array's struct), the
-    others address its elements."""
+    others address its elements; ``name`` names the values read of it (``x.data``, ``x.shape0``, ``x.load``)."""
 
-    def __init__(self, value, array_type, data, shapes, strides):
+    def __init__(self, value, array_type, data, shapes, strides, name):
         self.value = value
         self.type = array_type
         self.data = data
         self.shapes = shapes
         self.strides = strides
+        self.name = name
 
     @classmethod
-    def of(cls, context, builder, array_type, value):
-        """The pieces of array ``value``."""
+    def of(cls, context, builder, array_type, value, name):
+        """The pieces of array ``value``, named after ``name``."""
         ary = context.make_array(array_type)(context, builder, value)
-        shapes = cgutils.unpack_tuple(builder, ary.shape, array_type.ndim)
-        strides = cgutils.unpack_tuple(builder, ary.strides, array_type.ndim)
-        return cls(value, array_type, ary.data, shapes, strides)
+        named(ary._getpointer(), f"{name}.struct")
+        data = named(ary.data, f"{name}.data")
+        shapes = unpack_named(builder, named(ary.shape, f"{name}.shape"), array_type.ndim, f"{name}.shape")
+        strides = unpack_named(builder, named(ary.strides, f"{name}.strides"), array_type.ndim, f"{name}.stride")
+        return cls(value, array_type, data, shapes, strides, name)
 
     @classmethod
-    def new(cls, context, builder, array_type, shape):
-        """A new array of ``array_type`` and ``shape`` (C order)."""
-        return cls.of(context, builder, array_type, _empty_nd_impl(context, builder, array_type, shape)._getvalue())
+    def new(cls, context, builder, array_type, shape, name):
+        """A new array of ``array_type`` and ``shape`` (C order), named ``name``."""
+        value = named(_empty_nd_impl(context, builder, array_type, shape)._getvalue(), name)
+        return cls.of(context, builder, array_type, value, name)
 
     def pointer(self, context, builder, indices, broadcastable=None):
         at = indices if broadcastable is None else [_INTP(0) if b else i for i, b in zip(indices, broadcastable)]
-        return cgutils.get_item_pointer2(context, builder, self.data, self.shapes, self.strides, self.type.layout, at)
+        pointer = cgutils.get_item_pointer2(
+            context, builder, self.data, self.shapes, self.strides, self.type.layout, at
+        )
+        return named(pointer, f"{self.name}.ptr")
 
     def load(self, context, builder, indices, broadcastable):
-        return context.unpack_value(builder, self.type.dtype, self.pointer(context, builder, indices, broadcastable))
+        pointer = self.pointer(context, builder, indices, broadcastable)
+        return named(context.unpack_value(builder, self.type.dtype, pointer), f"{self.name}.load")
 
     def store(self, context, builder, indices, value):
         context.pack_value(builder, self.type.dtype, value, self.pointer(context, builder, indices))
 
 
-def _window(context, builder, vector_type, within, n) -> _Array:
+def _window(context, builder, vector_type, within, n, name) -> _Array:
     """Elements ``[before, before + n)`` of a new vector of ``before + n + after`` (``LoopOutput.within``),
-    addressed as an array of ``n``; its ``value`` is the whole vector."""
+    addressed as an array of ``n``; its ``value`` is the whole vector, named ``name``."""
     before, after = within
-    vector = _Array.new(context, builder, vector_type, [builder.add(n, _INTP(before + after))])
+    length = builder.add(n, _INTP(before + after), name=f"{name}.length")
+    vector = _Array.new(context, builder, vector_type, [length], name)
     return _elements(builder, vector, before, n)
 
 
@@ -300,8 +316,8 @@ def _inner(context, builder, vector: _Array, within) -> _Array:
     """Elements ``[before, len - after)`` of ``vector`` (C order), its ``value`` still the whole vector: the input
     an output is written into within a vector (``LoopOutput.within``). ValueError if it is too short."""
     before, after = within
-    n = builder.sub(vector.shapes[0], _INTP(before + after))
-    with builder.if_then(builder.icmp_signed("<", n, _INTP(0)), likely=False):
+    n = builder.sub(vector.shapes[0], _INTP(before + after), name=f"{vector.name}.inner_length")
+    with builder.if_then(builder.icmp_signed("<", n, _INTP(0), name=f"{vector.name}.too_short"), likely=False):
         message = f"a vector written within from element {before} to {after} from its end is too short"
         context.call_conv.return_user_exc(builder, ValueError, (message,))
     return _elements(builder, vector, before, n)
@@ -309,7 +325,8 @@ def _inner(context, builder, vector: _Array, within) -> _Array:
 
 def _elements(builder, vector: _Array, before: int, n) -> _Array:
     """Elements ``[before, before + n)`` of the C-contiguous ``vector``, its ``value`` still the whole vector."""
-    return _Array(vector.value, vector.type, builder.gep(vector.data, [_INTP(before)]), [n], vector.strides)
+    data = builder.gep(vector.data, [_INTP(before)], name=f"{vector.name}.inner_data")
+    return _Array(vector.value, vector.type, data, [n], vector.strides, vector.name)
 
 
 def _call_arguments(context, builder, values, value_types, parameters):
@@ -341,16 +358,16 @@ class _Operand:
     axis: int | None = None
     """An indexed output's: the axis its index runs along."""
 
-    def emitter(self) -> "_Emitter":
-        """A fresh emitter of this output, of its kind."""
+    def emitter(self, name: str) -> "_Emitter":
+        """A fresh emitter of this output, of its kind, naming its values after ``name``."""
         output = self.output
         if output.indexed is not None:
-            return _IndexedWrite(self)
+            return _IndexedWrite(self, name)
         if self.into is not None:
-            return _IntoInput(self)
+            return _IntoInput(self, name)
         if output.reduce is None:
-            return _WithinVector(self) if output.within is not None else _NewArray(self)
-        return _PartialReduction(self) if output.partial else _FullReduction(self)
+            return _WithinVector(self, name) if output.within is not None else _NewArray(self, name)
+        return _PartialReduction(self, name) if output.partial else _FullReduction(self, name)
 
 
 class _Emitter:
@@ -358,8 +375,9 @@ class _Emitter:
     `open_slot`, `fill`); at each element (`store`, of the function's value for it); after the loop (`value`,
     what is handed out)."""
 
-    def __init__(self, operand: _Operand):
+    def __init__(self, operand: _Operand, name: str):
         self.operand = operand
+        self.name = name
         self.array = None
 
     def allocate(self, context, builder, shape, arrays) -> None:
@@ -375,7 +393,8 @@ class _Emitter:
         """At each element: the function's value ``item`` at loop ``indices``; ``positions``, per index array,
         its position there (an intp, as held: negative ones not yet counted from the end)."""
         dtype = self.operand.type.dtype
-        self.array.store(context, builder, indices, context.cast(builder, item, self.operand.result_type, dtype))
+        value = named(context.cast(builder, item, self.operand.result_type, dtype), f"{self.name}.item")
+        self.array.store(context, builder, indices, value)
 
     def value(self, context, builder, values):
         return self.array.value
@@ -385,14 +404,14 @@ class _NewArray(_Emitter):
     """A new array of the loop's shape (C order)."""
 
     def allocate(self, context, builder, shape, arrays) -> None:
-        self.array = _Array.new(context, builder, self.operand.type, shape)
+        self.array = _Array.new(context, builder, self.operand.type, shape, self.name)
 
 
 class _WithinVector(_Emitter):
     """A new array written within a new, longer vector (a join's output), handed out whole."""
 
     def allocate(self, context, builder, shape, arrays) -> None:
-        self.array = _window(context, builder, self.operand.type, self.operand.output.within, shape[0])
+        self.array = _window(context, builder, self.operand.type, self.operand.output.within, shape[0], self.name)
 
 
 class _IntoInput(_Emitter):
@@ -413,19 +432,21 @@ class _FullReduction(_Emitter):
 
     def open_slot(self, context, builder) -> None:
         identity = context.get_constant(self.operand.accumulator, self.operand.output.identity)
-        self.slot = cgutils.alloca_once_value(builder, identity, name="loop.acc")
+        self.slot = alloca_once_value(builder, identity, f"{self.name}.acc")
 
     def store(self, context, builder, indices, item, positions) -> None:
         operand = self.operand
-        value = context.cast(builder, item, operand.result_type, operand.accumulator)
-        builder.store(operand.rule(context, builder, builder.load(self.slot), value), self.slot)
+        value = named(context.cast(builder, item, operand.result_type, operand.accumulator), f"{self.name}.item")
+        acc = builder.load(self.slot, name=f"{self.name}.acc.load")
+        builder.store(named(operand.rule(context, builder, acc, value), f"{self.name}.acc.next"), self.slot)
 
     def value(self, context, builder, values):
         operand = self.operand
-        total = context.cast(builder, builder.load(self.slot), operand.accumulator, from_dtype(operand.output.dtype))
+        acc = builder.load(self.slot, name=f"{self.name}.total")
+        total = named(context.cast(builder, acc, operand.accumulator, from_dtype(operand.output.dtype)), self.name)
         if operand.output.scalar:
             return total
-        cell = _Array.new(context, builder, operand.type, [])
+        cell = _Array.new(context, builder, operand.type, [], self.name)
         cell.store(context, builder, [], total)
         return cell.value
 
@@ -436,7 +457,7 @@ class _PartialReduction(_Emitter):
     def fill(self, context, builder, shape) -> None:
         operand = self.operand
         self.kept = [d for d in range(len(shape)) if d not in operand.output.axes]
-        self.array = _Array.new(context, builder, operand.type, [shape[d] for d in self.kept])
+        self.array = _Array.new(context, builder, operand.type, [shape[d] for d in self.kept], self.name)
         identity = context.get_constant(operand.accumulator, operand.output.identity)
         with cgutils.loop_nest(builder, self.array.shapes, _INTP) as at:
             self.array.store(context, builder, at, identity)
@@ -444,9 +465,9 @@ class _PartialReduction(_Emitter):
     def store(self, context, builder, indices, item, positions) -> None:
         operand = self.operand
         at = [indices[d] for d in self.kept]
-        value = context.cast(builder, item, operand.result_type, operand.accumulator)
+        value = named(context.cast(builder, item, operand.result_type, operand.accumulator), f"{self.name}.item")
         total = operand.rule(context, builder, self.array.load(context, builder, at, None), value)
-        self.array.store(context, builder, at, total)
+        self.array.store(context, builder, at, named(total, f"{self.name}.acc.next"))
 
 
 class _IndexedWrite(_IntoInput):
@@ -459,7 +480,7 @@ class _IndexedWrite(_IntoInput):
             super().allocate(context, builder, shape, arrays)
             return
         target = arrays[operand.output.into]
-        self.array = _Array.new(context, builder, operand.type, target.shapes)
+        self.array = _Array.new(context, builder, operand.type, target.shapes, self.name)
         with cgutils.loop_nest(builder, target.shapes, _INTP) as at:
             self.array.store(context, builder, at, target.load(context, builder, at, None))
 
@@ -470,9 +491,10 @@ class _IndexedWrite(_IntoInput):
         at[operand.axis] = _wrapped(builder, positions[k], self.array.shapes[operand.axis])
         pointer = self.array.pointer(context, builder, at)
         dtype = operand.type.dtype
-        value = context.cast(builder, item, operand.result_type, dtype)
+        value = named(context.cast(builder, item, operand.result_type, dtype), f"{self.name}.item")
         if mode == "inc":
-            value = combine_rule("add", dtype)(context, builder, context.unpack_value(builder, dtype, pointer), value)
+            there = named(context.unpack_value(builder, dtype, pointer), f"{self.name}.load")
+            value = named(combine_rule("add", dtype)(context, builder, there, value), f"{self.name}.sum")
         context.pack_value(builder, dtype, value, pointer)
 
     def value(self, context, builder, values):
@@ -494,22 +516,30 @@ class _TypedLoop:
     operands: tuple[_Operand, ...]
     return_type: types.Tuple
 
-    def emit(self, context, builder, inputs_value):
-        """Emit the loop on the tuple ``inputs_value``; return the tuple of its outputs."""
-        values = [_fenced(builder, builder.extract_value(inputs_value, k)) for k in range(len(self.inputs))]
+    def _read_inputs(self, context, builder, inputs_value, names) -> tuple[list, dict]:
+        """The inputs' values in the tuple ``inputs_value`` (float scalars fenced, `_fenced`) and the `_Array` of
+        each array input (an output's ``within`` vector: its inner elements), named ``names``."""
+        values = [_fenced(builder, builder.extract_value(inputs_value, k, name=name)) for k, name in enumerate(names)]
         arrays = {
-            k: _Array.of(context, builder, t, v)
-            for k, (t, v) in enumerate(zip(self.inputs, values))
+            k: _Array.of(context, builder, t, v, name)
+            for k, (t, v, name) in enumerate(zip(self.inputs, values, names))
             if isinstance(t, types.Array)
         }
         for operand in self.operands:
             if operand.output.within is not None and operand.into is not None:
                 arrays[operand.into] = _inner(context, builder, arrays[operand.into], operand.output.within)
+        return values, arrays
+
+    def emit(self, context, builder, inputs_value):
+        """Emit the loop on the tuple ``inputs_value``; return the tuple of its outputs. Its values are named
+        after the call's arguments and outputs (`llvm_backend_intrinsics.naming.call_names`)."""
+        names = call_names(len(self.inputs), len(self.operands))
+        values, arrays = self._read_inputs(context, builder, inputs_value, names.arguments)
         spec = self.spec
         shape = _emit_shape(context, builder, arrays, spec)
         _emit_target_shapes(context, builder, arrays, spec, shape)
         _emit_index_checks(context, builder, arrays, spec)
-        emitters = [operand.emitter() for operand in self.operands]
+        emitters = [operand.emitter(name) for operand, name in zip(self.operands, names.outputs)]
         for emitter in emitters:
             emitter.allocate(context, builder, shape, arrays)
         for emitter in emitters:
@@ -526,9 +556,9 @@ class _TypedLoop:
             arguments = [self._argument(context, builder, arrays, values, k, indices, positions) for k in range(n)]
             result = impl(builder, _call_arguments(context, builder, arguments, self.elements, self.signature.args))
             if isinstance(self.signature.return_type, types.BaseTuple):
-                items = [builder.extract_value(result, j) for j in range(len(emitters))]
+                items = [builder.extract_value(result, j, name=f"{e.name}.value") for j, e in enumerate(emitters)]
             else:
-                items = [result]
+                items = [named(result, f"{emitters[0].name}.value")]
             for emitter, item in zip(emitters, items, strict=True):
                 emitter.store(context, builder, indices, item, positions)
         returned = [emitter.value(context, builder, values) for emitter in emitters]
@@ -548,11 +578,12 @@ class _TypedLoop:
             _wrapped(builder, positions[index], array.shapes[d]) if d == axis else _INTP(0) if b else i
             for d, (i, b) in enumerate(zip(indices, broadcastable, strict=True))
         ]
-        return context.unpack_value(builder, array.type.dtype, array.pointer(context, builder, at))
+        element = context.unpack_value(builder, array.type.dtype, array.pointer(context, builder, at))
+        return named(element, f"{array.name}.load")
 
 
 def _fenced(builder, value):
-    """A float scalar input through ``llvm.arithmetic.fence``, else ``value``."""
+    """A float scalar input through ``llvm.arithmetic.fence`` (named after it), else ``value``."""
     if not isinstance(value.type, ir.DoubleType | ir.FloatType):
         return value
     fence = cgutils.get_or_insert_function(
@@ -560,7 +591,7 @@ def _fenced(builder, value):
         ir.FunctionType(value.type, [value.type]),
         f"llvm.arithmetic.fence.{'f64' if isinstance(value.type, ir.DoubleType) else 'f32'}",
     )
-    return builder.call(fence, [value])
+    return builder.call(fence, [value], name=f"{value.name}.fenced")
 
 
 def _placed(spec: LoopSpec, inputs) -> list[tuple[int | None, types.Type]]:
@@ -655,7 +686,7 @@ def node_loop_intrinsic(spec: LoopSpec, function):
         def codegen(context, builder, signature, args):
             def emit_body(body_builder, decoded):
                 result = emit(context, body_builder, decoded[0])
-                return body_builder.extract_value(result, 0) if single else result
+                return body_builder.extract_value(result, 0, name="result") if single else result
 
             return call_as_function(context, builder, signature, args, emit_body, "llvm_loop")
 

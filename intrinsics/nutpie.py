@@ -30,6 +30,7 @@ from numba.core.runtime import rtsys
 from numba.np.numpy_support import from_dtype
 
 from llvm_backend_intrinsics.abi import excinfo_slot, function_type, return_slot
+from llvm_backend_intrinsics.naming import alloca_once_value
 
 __all__ = ["NutpieEntry", "SharedSlot", "expand_entry", "logp_entry"]
 
@@ -197,7 +198,7 @@ def logp_entry(callee, n_dim: int, shared: list[SharedSlot]) -> NutpieEntry:
     logp_value, grad_value = (builder.extract_value(outputs, k) for k in range(2))
     value = _scalar(context, builder, logp_type, logp_value)
     builder.store(value, logp)
-    finite = cgutils.alloca_once_value(builder, ir.IntType(1)(1))
+    finite = alloca_once_value(builder, ir.IntType(1)(1), "finite")
 
     def release():
         context.nrt.decref(builder, restype, outputs)

@@ -29,6 +29,8 @@ from numba.core import cgutils, errors, types
 from numba.core.typing import signature
 from numba.extending import intrinsic
 
+from llvm_backend_intrinsics.naming import named, unpack_named
+
 _INTP = cgutils.intp_t
 _STRIDED_LANES = 4
 
@@ -41,7 +43,7 @@ def _float_intrinsic(name):
 
     def rule(builder, acc, value):
         fnty = ir.FunctionType(acc.type, [acc.type, acc.type])
-        return builder.call(builder.module.declare_intrinsic(name, [acc.type], fnty), [acc, value])
+        return builder.call(builder.module.declare_intrinsic(name, [acc.type], fnty), [acc, value], name="acc.next")
 
     return rule
 
@@ -52,30 +54,30 @@ def _float_intrinsic(name):
 # ``sum(x * y)`` in a loop is then one vfmadd per vector of elements, not a vmulpd and a vaddpd.
 # llvm.maximum/minimum propagate NaN like np.max and are exact, so they vectorize without any flag.
 _FLOAT_RULES = {
-    "add": lambda b, acc, v: b.fadd(acc, v, flags=("reassoc", "contract")),
-    "mul": lambda b, acc, v: b.fmul(acc, v, flags=("reassoc",)),
+    "add": lambda b, acc, v: b.fadd(acc, v, name="acc.next", flags=("reassoc", "contract")),
+    "mul": lambda b, acc, v: b.fmul(acc, v, name="acc.next", flags=("reassoc",)),
     "maximum": _float_intrinsic("llvm.maximum"),
     "minimum": _float_intrinsic("llvm.minimum"),
 }
 
 _BITWISE_RULES = {
-    "and": lambda b, acc, v: b.and_(acc, v),
-    "or": lambda b, acc, v: b.or_(acc, v),
-    "xor": lambda b, acc, v: b.xor(acc, v),
+    "and": lambda b, acc, v: b.and_(acc, v, name="acc.next"),
+    "or": lambda b, acc, v: b.or_(acc, v, name="acc.next"),
+    "xor": lambda b, acc, v: b.xor(acc, v, name="acc.next"),
 }
 
 _SIGNED_RULES = {
-    "add": lambda b, acc, v: b.add(acc, v),
-    "mul": lambda b, acc, v: b.mul(acc, v),
-    "maximum": lambda b, acc, v: b.select(b.icmp_signed(">=", acc, v), acc, v),
-    "minimum": lambda b, acc, v: b.select(b.icmp_signed("<=", acc, v), acc, v),
+    "add": lambda b, acc, v: b.add(acc, v, name="acc.next"),
+    "mul": lambda b, acc, v: b.mul(acc, v, name="acc.next"),
+    "maximum": lambda b, acc, v: b.select(b.icmp_signed(">=", acc, v, name="acc.kept"), acc, v, name="acc.next"),
+    "minimum": lambda b, acc, v: b.select(b.icmp_signed("<=", acc, v, name="acc.kept"), acc, v, name="acc.next"),
     **_BITWISE_RULES,
 }
 
 _UNSIGNED_RULES = {
     **_SIGNED_RULES,
-    "maximum": lambda b, acc, v: b.select(b.icmp_unsigned(">=", acc, v), acc, v),
-    "minimum": lambda b, acc, v: b.select(b.icmp_unsigned("<=", acc, v), acc, v),
+    "maximum": lambda b, acc, v: b.select(b.icmp_unsigned(">=", acc, v, name="acc.kept"), acc, v, name="acc.next"),
+    "minimum": lambda b, acc, v: b.select(b.icmp_unsigned("<=", acc, v, name="acc.kept"), acc, v, name="acc.next"),
 }
 
 # numpy's bool arithmetic saturates: True + True is True, so add is or and mul is and.
@@ -129,8 +131,8 @@ def combine_rule(name: str, acc):
         raise errors.TypingError(f"full_reduce: unknown op {name!r}; expected one of {OPS}")
     if isinstance(acc, types.Complex) and name in _COMPLEX_OPERATORS:
         complex_sig = signature(acc, acc, acc)
-        return lambda context, builder, a, v: context.get_function(_COMPLEX_OPERATORS[name], complex_sig)(
-            builder, (a, v)
+        return lambda context, builder, a, v: named(
+            context.get_function(_COMPLEX_OPERATORS[name], complex_sig)(builder, (a, v)), "acc.next"
         )
     rule = _rules_for(acc).get(name)
     if rule is None:
@@ -161,13 +163,15 @@ def _emit_runs(builder, shape, strides, itemsize):
     an 'A'-typed array that happens to be contiguous is reduced as one vectorizable run.
     """
     run = shape[-1]
-    unit_stride = builder.icmp_signed("==", strides[-1], _INTP(itemsize))
+    unit_stride = builder.icmp_signed("==", strides[-1], _INTP(itemsize), name="unit_stride")
     merging = unit_stride
     counts = []
     for d in reversed(range(len(shape) - 1)):
-        merging = builder.and_(merging, builder.icmp_signed("==", strides[d], builder.mul(run, _INTP(itemsize))))
-        counts.insert(0, builder.select(merging, _INTP(1), shape[d]))
-        run = builder.select(merging, builder.mul(run, shape[d]), run)
+        run_bytes = builder.mul(run, _INTP(itemsize), name=f"run_bytes{d}")
+        merges = builder.icmp_signed("==", strides[d], run_bytes, name=f"merges{d}")
+        merging = builder.and_(merging, merges, name=f"merging{d}")
+        counts.insert(0, builder.select(merging, _INTP(1), shape[d], name=f"count{d}"))
+        run = builder.select(merging, builder.mul(run, shape[d], name=f"merged_run{d}"), run, name="run")
     return counts, run, unit_stride
 
 
@@ -195,16 +199,18 @@ def _emit_run(builder, lanes, count, fold_at):
     n_lanes = len(lanes)
     if n_lanes == 1:
         with cgutils.for_range(builder, count) as loop:
-            builder.store(fold_at(builder.load(lanes[0]), loop.index), lanes[0])
+            builder.store(fold_at(builder.load(lanes[0], name="acc"), loop.index), lanes[0])
         return
-    blocks = builder.udiv(count, _INTP(n_lanes))
+    blocks = builder.udiv(count, _INTP(n_lanes), name="blocks")
     with cgutils.for_range(builder, blocks) as loop:
-        base = builder.mul(loop.index, _INTP(n_lanes))
+        base = builder.mul(loop.index, _INTP(n_lanes), name="block.start")
         for k, lane in enumerate(lanes):
-            builder.store(fold_at(builder.load(lane), builder.add(base, _INTP(k))), lane)
+            at = builder.add(base, _INTP(k), name=f"lane{k}.at")
+            builder.store(fold_at(builder.load(lane, name=f"lane{k}"), at), lane)
     _keep_scalar(builder, loop)
-    with cgutils.for_range(builder, count, start=builder.mul(blocks, _INTP(n_lanes))) as loop:
-        builder.store(fold_at(builder.load(lanes[0]), loop.index), lanes[0])
+    tail = builder.mul(blocks, _INTP(n_lanes), name="tail.start")
+    with cgutils.for_range(builder, count, start=tail) as loop:
+        builder.store(fold_at(builder.load(lanes[0], name="acc"), loop.index), lanes[0])
     _keep_scalar(builder, loop)
 
 
@@ -212,38 +218,43 @@ def _emit_strided_runs(builder, array, layout, ndim, itemsize, lanes, fold_ptr):
     """Fold every element of ``array`` (a numba array struct proxy) into the slots ``lanes``."""
 
     def unit_items(start):
-        return lambda value, j: fold_ptr(value, builder.gep(start, [j]))
+        return lambda value, j: fold_ptr(value, builder.gep(start, [j], name="element.ptr"))
 
     if layout in "CF" or ndim == 0:
         # Contiguous: one run over the memory, whatever the logical order (the ops commute).
-        _emit_run(builder, lanes[:1], array.nitems, unit_items(array.data))
+        _emit_run(builder, lanes[:1], named(array.nitems, "x.size"), unit_items(named(array.data, "x.data")))
         return
-    shape = cgutils.unpack_tuple(builder, array.shape, ndim)
-    strides = cgutils.unpack_tuple(builder, array.strides, ndim)
+    shape = unpack_named(builder, named(array.shape, "x.shape"), ndim, "x.shape")
+    strides = unpack_named(builder, named(array.strides, "x.strides"), ndim, "x.stride")
     counts, run, unit_stride = _emit_runs(builder, shape, strides, itemsize)
     item_ptr_type = array.data.type
     with cgutils.loop_nest(builder, counts, _INTP) as index:
-        start = builder.bitcast(array.data, cgutils.voidptr_t)
+        start = builder.bitcast(named(array.data, "x.data"), cgutils.voidptr_t, name="run.start")
         for i, stride in zip(index, strides):
-            start = builder.gep(start, [builder.mul(i, stride)])
+            start = builder.gep(start, [builder.mul(i, stride, name="run.offset")], name="run.start")
         # Two copies of the run loop so that the common unit-stride one vectorizes with plain loads.
         with builder.if_else(unit_stride, likely=True) as (on_unit, on_strided):
             with on_unit:
-                _emit_run(builder, lanes[:1], run, unit_items(builder.bitcast(start, item_ptr_type)))
+                _emit_run(builder, lanes[:1], run, unit_items(builder.bitcast(start, item_ptr_type, name="run.items")))
             with on_strided:
                 _emit_run(
                     builder,
                     lanes,
                     run,
                     lambda value, j: fold_ptr(
-                        value, builder.bitcast(builder.gep(start, [builder.mul(j, strides[-1])]), item_ptr_type)
+                        value,
+                        builder.bitcast(
+                            builder.gep(start, [builder.mul(j, strides[-1], name="element.offset")]),
+                            item_ptr_type,
+                            name="element.ptr",
+                        ),
                     ),
                 )
 
 
 def _emit_fold_lanes(builder, lanes, combine):
     """The lanes combined pairwise: (l0 . l1) . (l2 . l3)."""
-    values = [builder.load(lane) for lane in lanes]
+    values = [builder.load(lane, name=f"lane{k}") for k, lane in enumerate(lanes)]
     while len(values) > 1:
         values = [combine(builder, a, b) for a, b in zip(values[::2], values[1::2])] + values[len(values) & ~1 :]
     return values[0]
@@ -278,6 +289,7 @@ def _emit_full_reduce(context, builder, array_type, array, identity, acc_dtype, 
     """
     in_dtype = array_type.dtype
     ary = context.make_array(array_type)(context, builder, array)
+    named(ary._getpointer(), "x.struct")
     align = None if array_type.aligned else 1
     itemsize = context.get_abi_sizeof(context.get_data_type(in_dtype))
     contiguous = array_type.layout in "CF" or array_type.ndim == 0
@@ -287,8 +299,8 @@ def _emit_full_reduce(context, builder, array_type, array, identity, acc_dtype, 
         builder.store(identity, lane)
 
     def fold_ptr(value, ptr):
-        element = context.unpack_value(builder, in_dtype, ptr, align=align)
-        return combine(builder, value, context.cast(builder, element, in_dtype, acc_dtype))
+        element = named(context.unpack_value(builder, in_dtype, ptr, align=align), "element")
+        return combine(builder, value, named(context.cast(builder, element, in_dtype, acc_dtype), "element.cast"))
 
     _emit_strided_runs(builder, ary, array_type.layout, array_type.ndim, itemsize, lanes, fold_ptr)
     return _emit_fold_lanes(builder, lanes, combine)
@@ -298,9 +310,9 @@ def _lower_reduce(context, builder, sig, args, combine):
     """Codegen shared by both intrinsics: returns ``out_dtype(reduce(x))``."""
     x_type, _, identity_type, acc_dtype, _ = sig.args
     acc = _numba_dtype(acc_dtype, "acc_dtype")
-    identity = context.cast(builder, args[2], identity_type, acc)
+    identity = named(context.cast(builder, args[2], identity_type, acc), "identity")
     value = _emit_full_reduce(context, builder, x_type, args[0], identity, acc, combine)
-    return context.cast(builder, value, acc, sig.return_type)
+    return named(context.cast(builder, value, acc, sig.return_type), "total")
 
 
 # ---------------------------------------------------------------- public intrinsics
@@ -346,7 +358,7 @@ def full_reduce_with(typingctx, x, combine, identity, acc_dtype, out_dtype):
         impl = context.get_function(combine, combine_sig)
 
         def step(b, a, v):
-            return context.cast(b, impl(b, (a, v)), combine_sig.return_type, acc)
+            return named(context.cast(b, named(impl(b, (a, v)), "combined"), combine_sig.return_type, acc), "acc.next")
 
         return _lower_reduce(context, builder, sig, args, step)
 

@@ -51,6 +51,7 @@ from llvm_backend_intrinsics.abi import (
     load_field,
 )
 from llvm_backend_intrinsics.argpack import table_item
+from llvm_backend_intrinsics.naming import alloca_once_value
 
 __all__ = ["SCALAR_DTYPES", "ScalarPack", "ScalarPackType", "scalar_item", "scalar_pack_of"]
 
@@ -130,7 +131,7 @@ def _typeof_scalar_pack(value, c):
 def _is_exact_0d(builder, item, ndarray, dtype):
     """An i1: is ``item`` an ndarray (not a subclass) of no dimension whose dtype object is ``dtype``?"""
     i8p = ir.IntType(8).as_pointer()
-    ok = cgutils.alloca_once_value(builder, cgutils.false_bit)
+    ok = alloca_once_value(builder, cgutils.false_bit, "ok")
     with builder.if_then(has_type(builder, item, ndarray), likely=True):
         nd = load_field(builder, item, ARRAY_ND_OFFSET, ir.IntType(32))
         builder.store(builder.icmp_signed("==", nd, ir.Constant(ir.IntType(32), 0)), ok)
@@ -147,7 +148,7 @@ def _convert(builder, pyapi, dtype, item, slot):
         number, read = pyapi.number_float(item), pyapi.float_as_double
     else:
         number, read = pyapi.number_long(item), pyapi.long_as_longlong
-    raised = cgutils.alloca_once_value(builder, cgutils.true_bit)
+    raised = alloca_once_value(builder, cgutils.true_bit, "raised")
     with builder.if_then(cgutils.is_not_null(builder, number), likely=True):
         builder.store(read(number), slot)
         pyapi.decref(number)
@@ -178,7 +179,7 @@ def unbox_scalar_pack(typ, obj, c):
     value_type = context.get_value_type(typ.dtype)
     count = ir.Constant(intp, typ.count)
     table = cgutils.alloca_once(builder, value_type, size=typ.count, name="scalars")
-    failed = cgutils.alloca_once_value(builder, cgutils.true_bit)
+    failed = alloca_once_value(builder, cgutils.true_bit, "failed")
     item_slot = cgutils.alloca_once(builder, pyapi.pyobj, name="item")
     owned = cgutils.alloca_once(builder, cgutils.bool_t, name="owned")
     parts = pyapi.object_getattr_string(obj, "parts")
@@ -213,7 +214,7 @@ def _read_cell(builder, pyapi, typ, parts, loop, frame):
         builder.store(cgutils.true_bit, failed)
         loop.do_break()
     cell = _list_item(builder, pyapi, cells, k)
-    direct = cgutils.alloca_once_value(builder, cgutils.false_bit)
+    direct = alloca_once_value(builder, cgutils.false_bit, "direct")
     if LISTS_READ:
         with builder.if_then(has_type(builder, cell, list_type), likely=True):
             one = ir.Constant(pyapi.py_ssize_t, 1)

@@ -421,6 +421,7 @@ class _Writer:
         """The outputs (direct ones, then one list per group), the plan, the returned expression and the key's
         last parts: the `GraphSource`."""
         fgraph, slots = self.fgraph, self.slots
+        slot_names = self._slot_names()
         lists = pack_groups([_tensor_kind(out) for out in fgraph.outputs])
         listed = {i for positions in lists.values() for i in positions}
         direct_outputs = [i for i in range(len(fgraph.outputs)) if i not in listed]
@@ -432,6 +433,7 @@ class _Writer:
             tuple(slots[fgraph.outputs[i]] for i in direct_outputs),
             tuple(tuple(slots[fgraph.outputs[i]] for i in positions) for positions in output_lists),
             tuple(value for _, value in self.plan_constants),
+            tuple(slot_names.get(slot, f"s{slot}") for slot in range(self.next_slot)),
         )
         embedded = [self.name_of(var) for var in self.embedded]
         node_keys = [
@@ -455,7 +457,7 @@ class _Writer:
             output_lists=output_lists,
             node_keys=node_keys,
             plan=plan,
-            slot_names=self._slot_names(),
+            slot_names=slot_names,
         )
 
     def _slot_names(self) -> dict[int, str]:

@@ -135,11 +135,13 @@ def composite_body(op: Composite, **kwargs) -> CompositeBody:
 
 class _BodyWriter:
     """What `composite_body` builds the plan with: a reference per value (``("i", k)`` input ``k``, ``("c", k)``
-    constant ``k``, ``("t", k)`` the ``k``-th temporary), the calls, their lines of text and the cache keys."""
+    constant ``k``, ``("t", k)`` the ``k``-th temporary), the calls, their lines of text, the cache keys and the
+    names of the values in the IR (an inner variable's name, else its input's position or its op's name)."""
 
     def __init__(self, fgraph):
         self.fgraph = fgraph
         self.refs = {var: ("i", k) for k, var in enumerate(fgraph.inputs)}
+        self.names = {("i", k): var.name or f"i{k}" for k, var in enumerate(fgraph.inputs)}
         self.constants, self.calls, self.lines, self.keys = [], [], [], []
         self.temporaries = itertools.count()
         self.dtypes = {}
@@ -161,6 +163,7 @@ class _BodyWriter:
 
     def call(self, function, name, arguments, label, n_outputs=1):
         outputs = tuple(("t", next(self.temporaries)) for _ in range(n_outputs))
+        self.names |= dict.fromkeys(outputs, str(label))
         self.calls.append((function, tuple(arguments), outputs, label))
         self.lines.append(f"{', '.join(map(_text, outputs))} = {name}({', '.join(map(_text, arguments))})")
         return outputs
@@ -182,11 +185,14 @@ class _BodyWriter:
             self.keys.append(key)
             outputs = self.call(stock, f"f{len(self.lines)}", arguments, label, len(node.outputs))
             self.refs.update(zip(node.outputs, outputs, strict=True))
+            self.names |= {ref: var.name for var, ref in zip(node.outputs, outputs) if var.name}
             return
         dtype = node.outputs[0].type.dtype
         if dtype not in _WIDE:
             (value,) = self.call(numba_basic.direct_cast, "direct_cast", [value, self.dtype_ref(dtype)], label)
         self.refs[node.outputs[0]] = value
+        if node.outputs[0].name:
+            self.names[value] = node.outputs[0].name
 
     def finish(self) -> CompositeBody:
         """The plan over the inputs and constants, its text and its cache key."""
@@ -198,7 +204,14 @@ class _BodyWriter:
             return base[reference[0]] + reference[1]
 
         calls = tuple(PlanCall(f, tuple(map(slot, a)), tuple(map(slot, o)), label=lab) for f, a, o, lab in self.calls)
-        plan = GraphPlan(n_arguments, calls=calls, outputs=tuple(map(slot, outputs)))
+        names = {slot(reference): name for reference, name in self.names.items()}
+        names |= {base["c"] + k: f"c{k}" for k in range(len(self.constants))}
+        plan = GraphPlan(
+            n_arguments,
+            calls=calls,
+            outputs=tuple(map(slot, outputs)),
+            names=tuple(names.get(s, f"s{s}") for s in range(max(names, default=-1) + 1)),
+        )
         text = "\n".join([*self.lines, f"return {', '.join(map(_text, outputs))}"])
         key = None if None in self.keys else sha256(str((COMPOSITE_VERSION, text, self.keys)).encode()).hexdigest()
         return CompositeBody(plan, tuple(self.constants), text, key)

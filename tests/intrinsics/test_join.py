@@ -238,16 +238,16 @@ def test_store_entry_emits_ten_instructions_per_array():
     builder.ret_void()
     per_input = str(fn).split('store i64 0, i64* %"join.offsets"\n')[1]
     assert per_input == (
-        f'  %".7" = extractvalue {_STRUCT_1D} %".1", 4\n'
-        f'  %".8" = extractvalue {_STRUCT_1D} %".1", 5\n'
-        f'  %".9" = extractvalue {_STRUCT_1D} %".1", 6\n'
-        '  %".10" = bitcast double* %".7" to i8*\n'
-        '  %".11" = getelementptr i8*, i8** %"join.data", i64 0\n'
-        '  store i8* %".10", i8** %".11"\n'
-        '  %".13" = getelementptr [1 x i64], [1 x i64]* %"join.shapes", i64 0\n'
-        '  store [1 x i64] %".8", [1 x i64]* %".13"\n'
-        '  %".15" = getelementptr [1 x i64], [1 x i64]* %"join.strides", i64 0\n'
-        '  store [1 x i64] %".9", [1 x i64]* %".15"\n'
+        f'  %"entry.data" = extractvalue {_STRUCT_1D} %".1", 4\n'
+        f'  %"entry.shape" = extractvalue {_STRUCT_1D} %".1", 5\n'
+        f'  %"entry.strides" = extractvalue {_STRUCT_1D} %".1", 6\n'
+        '  %"entry.bytes" = bitcast double* %"entry.data" to i8*\n'
+        '  %"entry.data.slot" = getelementptr i8*, i8** %"join.data", i64 0\n'
+        '  store i8* %"entry.bytes", i8** %"entry.data.slot"\n'
+        '  %"entry.shape.slot" = getelementptr [1 x i64], [1 x i64]* %"join.shapes", i64 0\n'
+        '  store [1 x i64] %"entry.shape", [1 x i64]* %"entry.shape.slot"\n'
+        '  %"entry.strides.slot" = getelementptr [1 x i64], [1 x i64]* %"join.strides", i64 0\n'
+        '  store [1 x i64] %"entry.strides", [1 x i64]* %"entry.strides.slot"\n'
         "  ret void\n"
         "}\n"
     )

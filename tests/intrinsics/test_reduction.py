@@ -343,8 +343,8 @@ def test_float_maximum_rule_is_llvm_maximum():
         'define double @"maximum"(double %".1", double %".2")\n'
         "{\n"
         "entry:\n"
-        '  %".4" = call double @"llvm.maximum.f64"(double %".1", double %".2")\n'
-        '  ret double %".4"\n'
+        '  %"acc.next" = call double @"llvm.maximum.f64"(double %".1", double %".2")\n'
+        '  ret double %"acc.next"\n'
         "}\n"
     )
     llvm.parse_assembly(str(module)).verify()
@@ -367,25 +367,25 @@ def test_emit_full_reduce_on_a_fresh_module():
     entry, loop = str(function).split('  br label %"for.cond"\n', 1)
     assert '  %"reduce.acc" = alloca double\n' in entry
     assert (
-        entry.rstrip().endswith('  %".13" = load double*, double** %".12"')
+        entry.rstrip().endswith('  %"x.data" = load double*, double** %".12"')
         and '  store double %".2", double* %"reduce.acc"\n' in entry
     )
     assert loop == (
         "for.cond:\n"
-        '  %"loop.index" = phi  i64 [0, %"entry"], [%".22", %"for.body"]\n'
-        '  %".15" = icmp slt i64 %"loop.index", %".11"\n'
+        '  %"loop.index" = phi  i64 [0, %"entry"], [%".19", %"for.body"]\n'
+        '  %".15" = icmp slt i64 %"loop.index", %"x.size"\n'
         '  br i1 %".15", label %"for.body", label %"for.end"\n'
         "for.body:\n"
-        '  %".17" = load double, double* %"reduce.acc"\n'
-        '  %".18" = getelementptr double, double* %".13", i64 %"loop.index"\n'
-        '  %".19" = load double, double* %".18"\n'
-        '  %".20" = fadd reassoc contract double %".17", %".19"\n'
-        '  store double %".20", double* %"reduce.acc"\n'
-        '  %".22" = add nsw i64 %"loop.index", 1\n'
+        '  %"acc" = load double, double* %"reduce.acc"\n'
+        '  %"element.ptr" = getelementptr double, double* %"x.data", i64 %"loop.index"\n'
+        '  %"element" = load double, double* %"element.ptr"\n'
+        '  %"acc.next" = fadd reassoc contract double %"acc", %"element"\n'
+        '  store double %"acc.next", double* %"reduce.acc"\n'
+        '  %".19" = add nsw i64 %"loop.index", 1\n'
         '  br label %"for.cond"\n'
         "for.end:\n"
-        '  %".24" = load double, double* %"reduce.acc"\n'
-        '  ret double %".24"\n'
+        '  %"lane0" = load double, double* %"reduce.acc"\n'
+        '  ret double %"lane0"\n'
         "}\n"
     )
     llvm.parse_assembly(str(module)).verify()

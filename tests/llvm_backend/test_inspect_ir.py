@@ -1,3 +1,5 @@
+import re
+
 import llvmlite.binding as llvm
 import pytensor
 import pytensor.tensor as pt
@@ -209,3 +211,32 @@ def test_targets_load_from_names_modules_and_files(tmp_path):
     assert [i.name for i in inputs] == ["y"]
     with pytest.raises(InspectionError, match="none of"):
         load_target("no_such_graph")
+
+
+def _our_values(ir_text: str) -> list[str]:
+    """The names of the values defined in the functions our intrinsics emit (``llvm_graph_body``, ``llvm_loop``) in
+    the IR ``ir_text``, as LLVM prints them (an anonymous one as ``%.12`` or ``%12``)."""
+    names, ours = [], False
+    for line in ir_text.splitlines():
+        if line.startswith("define"):
+            ours = re.search(r'@"?llvm_(graph_body|loop)', line) is not None
+        elif ours and (defined := re.match(r'\s+(%"[^"]*"|%\S+) = ', line)):
+            names.append(defined.group(1))
+    return names
+
+
+def test_the_kernel_ir_names_values_after_the_graph_variables():
+    """Unoptimized IR (stage ``llvm``): LLVM's optimizer drops or suffixes names as it inlines."""
+    mu, sigma = pt.dscalar("mu"), pt.dscalar("sigma")
+    x = pt.dvector("x")
+    logp = (-(((x - mu) / sigma) ** 2) - pt.log(sigma)).sum()
+    fn = pytensor.function([mu, sigma, x], [logp, pt.exp(x) * mu], mode="LLVM")
+    text = stage_text(fn, "llvm", kernel_only=True)
+    values = _our_values(text)
+    for name in ("%mu", "%sigma", "%x", "%x.data", "%x.load", "%x.shape0", "%mu.fenced"):
+        assert name in values
+    anonymous = [v for v in values if re.fullmatch(r'%("?\.\d+"?|\d+)', v)]
+    # Measured on this graph: 319 of its 400 values anonymous (80%) before values were named, 266 (66.5%) after,
+    # the same 400 instructions. The rest are made by numba's helpers (calling convention, array structs, the
+    # allocation of a new array, tuples), which take no name.
+    assert len(anonymous) / len(values) < 0.72

@@ -1,0 +1,137 @@
+"""The IR of the loops, joins and reductions names its values after what they are and the call's variables."""
+
+import llvmlite.binding as llvm
+import numpy as np
+from llvmlite import ir
+from numba import njit
+from numba.core import types
+
+from llvm_backend.tools.measure import compile_recording_ir
+from llvm_backend_intrinsics.join import linear_join
+from llvm_backend_intrinsics.loops import LoopOutput, LoopSpec, node_loop_intrinsic
+from llvm_backend_intrinsics.naming import call_names, named, naming_call, unpack_named
+from llvm_backend_intrinsics.reduction import _emit_fold_lanes, _emit_runs, combine_rule, full_reduce
+
+_I64 = ir.IntType(64)
+
+
+def _fresh_function(*argument_types):
+    module = ir.Module(name="naming")
+    function = ir.Function(module, ir.FunctionType(_I64, argument_types), name="f")
+    return module, function, ir.IRBuilder(function.append_basic_block("entry"))
+
+
+def test_runs_of_a_reduction_are_named_and_valid():
+    dims = ir.ArrayType(_I64, 2)
+    module, function, builder = _fresh_function(dims, dims)
+    shape, strides = (unpack_named(builder, arg, 2, name) for arg, name in zip(function.args, ("shape", "stride")))
+    counts, run, _ = _emit_runs(builder, shape, strides, 8)
+    builder.ret(builder.add(counts[0], run, name="result"))
+    text = str(module)
+    for line in (
+        '%"shape0" = extractvalue [2 x i64] %".1", 0',
+        '%"unit_stride" = icmp eq i64 %"stride1", 8',
+        '%"run_bytes0" = mul i64 %"shape1", 8',
+        '%"merges0" = icmp eq i64 %"stride0", %"run_bytes0"',
+        '%"count0" = select  i1 %"merging0", i64 1, i64 %"shape0"',
+        '%"run" = select  i1 %"merging0", i64 %"merged_run0", i64 %"shape1"',
+    ):
+        assert line in text
+    llvm.parse_assembly(text).verify()
+
+
+def test_folded_lanes_are_named_and_valid():
+    module = ir.Module(name="naming")
+    function = ir.Function(module, ir.FunctionType(ir.DoubleType(), []), name="f")
+    builder = ir.IRBuilder(function.append_basic_block("entry"))
+    lanes = [builder.alloca(ir.DoubleType(), name="reduce.acc") for _ in range(4)]
+    rule = combine_rule("add", types.float64)
+    builder.ret(_emit_fold_lanes(builder, lanes, lambda b, acc, value: rule(None, b, acc, value)))
+    text = str(module)
+    assert '%"lane3" = load double, double* %"reduce.acc.3"' in text
+    assert '%"acc.next" = fadd reassoc contract double %"lane0", %"lane1"' in text
+    assert '%"acc.next.2" = fadd reassoc contract double %"acc.next", %"acc.next.1"' in text
+    assert '%".' not in text
+    llvm.parse_assembly(text).verify()
+
+
+def test_named_renames_only_anonymous_instructions():
+    module, function, builder = _fresh_function(_I64)
+    [x] = function.args
+    anonymous = builder.add(x, _I64(1))
+    given = builder.add(x, _I64(2), name="given")
+    assert named(anonymous, "sum").name == "sum"
+    assert named(given, "other").name == "given"
+    assert named(x, "other").name == x.name
+    assert named(_I64(3), "three").get_reference() == "3"
+    repeated = named(builder.add(x, _I64(4)), "sum")
+    assert repeated.name == "sum.1"
+    builder.ret(builder.add(anonymous, repeated, name="not an identifier"))
+    assert '%"not an identifier" = add i64 %"sum", %"sum.1"' in str(module)
+    llvm.parse_assembly(str(module)).verify()
+
+
+def test_call_names_fall_back_to_positions():
+    assert call_names(2, 1).arguments == ("in0", "in1")
+    with naming_call(["mu", "sigma"], ["logp"]):
+        assert call_names(2, 1) == call_names(2, 1).__class__(("mu", "sigma"), ("logp",))
+        assert call_names(3, 1).arguments == ("in0", "in1", "in2")
+    assert call_names(2, 1).outputs == ("out0",)
+
+
+def _unoptimized_ir(function, *arg_types) -> str:
+    """The IR numba emits for ``function`` before LLVM optimizes it (which drops or suffixes names as it
+    inlines)."""
+    return "\n".join(compile_recording_ir(function, arg_types).unoptimized_modules)
+
+
+@njit
+def _affine(x, s):
+    value = x * s + 1.0
+    return value, value
+
+
+def test_a_loop_names_its_inputs_outputs_and_accumulator():
+    spec = LoopSpec(
+        ((False,), None),
+        (
+            LoopOutput(np.dtype("float64")),
+            LoopOutput(np.dtype("float64"), "add", np.dtype("float64"), 0.0, scalar=True),
+        ),
+    )
+    node = node_loop_intrinsic(spec, _affine)
+
+    @njit
+    def run(x, s):
+        return node(x, s)
+
+    text = _unoptimized_ir(run, types.float64[::1], types.float64)
+    y, total = run(np.arange(3.0), 2.0)
+    np.testing.assert_allclose(y, [1.0, 3.0, 5.0])
+    assert total == 9.0
+    loop = text[text.index('@"llvm_loop"(') :]
+    for name in ('%"in0.data"', '%"in0.shape0"', '%"in0.load"', '%"in1.fenced"', '%"out0.data"', '%"out1.acc"'):
+        assert name in loop
+    assert '%"acc.next" = fadd reassoc contract double %"out1.acc.load", %"out1.value"' in loop
+
+
+def test_a_join_names_its_tables_and_copies():
+    @njit
+    def join(x, y):
+        return linear_join(0, (x, y), np.float64)
+
+    text = _unoptimized_ir(join, types.float64[::1], types.float64[::1])
+    np.testing.assert_array_equal(join(np.ones(2), np.zeros(1)), [1.0, 1.0, 0.0])
+    for name in ('%"entry.data"', '%"axis.wrapped"', '%"offset"', '%"total"', '%"out.stride0"', '%"member"'):
+        assert name in text
+    assert '%"element.cast"' in text or '%"element"' in text
+
+
+def test_a_reduction_names_its_accumulator():
+    @njit
+    def total(x):
+        return full_reduce(x, "add", 0.0, np.float64, np.float64)
+
+    text = _unoptimized_ir(total, types.float64[::1])
+    assert total(np.arange(4.0)) == 6.0
+    assert '%"acc.next" = fadd reassoc contract double %"acc", %"element"' in text

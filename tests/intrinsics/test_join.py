@@ -155,6 +155,7 @@ def join_cases(draw):
     return axis, arrays, draw(st.sampled_from([np.float64, np.int64]))
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(join_cases())
 def test_matches_numpy_concatenate(case):
@@ -447,6 +448,7 @@ def vector_join_cases(draw):
     return draw(st.sampled_from([0, -1])), entries, draw(st.sampled_from([np.float64, np.int64]))
 
 
+@pytest.mark.slow
 @settings(max_examples=80, deadline=None)
 @given(vector_join_cases())
 def test_a_join_of_scalars_and_vectors_matches_numpy_concatenate(case):

@@ -122,6 +122,7 @@ def views(draw, dtype, op):
     return view.transpose(draw(st.permutations([0, 1, 2])))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("op,in_dtype,acc_dtype", CASES)
 @SETTINGS
 @given(data=st.data())

@@ -34,6 +34,7 @@ def _scalar(dtype, draw):
     return np.dtype(dtype).type(draw(st.sampled_from([0.0, -0.0, 1.5, -2.25, math.nan, math.inf, 1e30])))
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.data())
 def test_value_and_type_are_those_of_numbas_conditional_expression(data):

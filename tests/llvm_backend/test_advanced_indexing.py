@@ -162,6 +162,7 @@ CASES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(CASES))
 def test_indices_in_range_match_py_and_stock(name):
     op_type, inputs, output, values, _, _ = CASES[name]

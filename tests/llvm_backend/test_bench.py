@@ -44,6 +44,7 @@ REFERENCE_CASES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", REFERENCE_CASES)
 def test_njit_reference_computes_what_the_graph_does(name):
     import pytensor
@@ -58,6 +59,7 @@ def test_njit_reference_computes_what_the_graph_does(name):
         np.testing.assert_allclose(g, e, rtol=1e-9)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "graph",
     [join_arrays([(3, 4), (3, 2), (3, 5)], 1), reduction("prod", 50), scalar_index(), logp_grad(n_data=50)],
@@ -183,6 +185,7 @@ def test_each_mode_has_one_colour_in_every_figure():
     assert to_rgba(mode_colour("JAX")) not in {to_rgba(colour) for colour in MODE_COLOURS.values()}
 
 
+@pytest.mark.slow
 def test_quick_bench_writes_table_json_and_plots(tmp_path, capsys):
     assert main(["bench", "--quick", "--out", str(tmp_path)]) == 0
     captured = capsys.readouterr()
@@ -210,6 +213,7 @@ def test_quick_bench_writes_table_json_and_plots(tmp_path, capsys):
         assert (row["unoptimized_ir_instructions"] is not None) == cold_numba_compile
 
 
+@pytest.mark.slow
 def test_a_run_of_some_modes_measures_only_those():
     from llvm_backend_bench.run import run_bench
 

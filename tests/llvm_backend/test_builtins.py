@@ -32,6 +32,7 @@ POW_OF_A_CAST = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("integer", "real"), [("int8", "float64"), ("int32", "float64"), ("int8", "float32"), ("int16", "float32")]
 )

@@ -49,6 +49,7 @@ def _run(compiledir, mode, n_zeros=0):
     return json.loads(done.stdout.splitlines()[-1])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n_zeros", [0, SCALAR_PACK_MIN], ids=["scalar argument", "scalar pack"])
 def test_second_process_loads_the_llvm_function_from_the_disk_cache(tmp_path, n_zeros):
     first, second = _run(tmp_path, "LLVM", n_zeros), _run(tmp_path, "LLVM", n_zeros)
@@ -60,6 +61,7 @@ def test_second_process_loads_the_llvm_function_from_the_disk_cache(tmp_path, n_
     assert (first["rewrites"], second["rewrites"]) == ({"stored": 1}, {"hit": 1})
 
 
+@pytest.mark.slow
 def test_stock_numba_never_loads_our_entries(tmp_path):
     # The same graph under LLVM, then NUMBA in a process that never imports llvm_backend: the shared
     # cache must not hand stock code of ours (it could not even import it).
@@ -69,6 +71,7 @@ def test_stock_numba_never_loads_our_entries(tmp_path):
     assert not stock["llvm_backend_imported"]
 
 
+@pytest.mark.slow
 def test_concurrent_processes_share_one_cache(tmp_path):
     env = os.environ | {"PYTENSOR_FLAGS": f"base_compiledir={tmp_path}"}
     command = [sys.executable, "-c", COMPILE_AND_REPORT, "LLVM", "0"]

@@ -40,12 +40,14 @@ def _vectors(n):
     return [pt.dvector(f"x{i}") for i in range(n)], [np.full(4, float(i)) for i in range(n)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n", [1, 30, 31, 32, 100])
 def test_many_inputs_and_outputs(n):
     xs, values = _vectors(n)
     compare_llvm_numba_and_py(xs, [x * 2 for x in xs], values)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n", [1, 30, 31, 32, 100])
 def test_many_inputs_one_output(n):
     # A chain of binary adds: fusion makes it one n-input Add under NUMBA and LLVM, while the py
@@ -54,6 +56,7 @@ def test_many_inputs_one_output(n):
     compare_llvm_numba_and_py(xs, reduce(operator.add, (x.sum() for x in xs)), values)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n", [31, 60])
 def test_wide_concatenate(n):
     xs, values = _vectors(n)
@@ -106,6 +109,7 @@ def _mixed_inputs(n):
     return variables, values
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n", [31, 45])
 def test_wide_graphs_with_mixed_inputs_and_outputs_pack_and_list_them(n):
     vs, values = _mixed_inputs(n)
@@ -126,6 +130,7 @@ def test_outputs_returned_in_rows_allocate_no_more_than_stock():
     assert allocations_per_call(fn, values).total <= allocations_per_call(stock, values).total
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n", [30, MAX_ITEMS + 10])
 def test_the_kernel_makes_no_reference_counts_on_its_inputs_as_stock_makes_none(n):
     """The sum of each input's sum, the inputs taken one by one (30) or in a pack (40): no incref or decref of
@@ -139,6 +144,7 @@ def test_the_kernel_makes_no_reference_counts_on_its_inputs_as_stock_makes_none(
     assert allocations_per_call(fn, values).total == allocations_per_call(stock, values).total
 
 
+@pytest.mark.slow
 def test_joins_of_input_slices_and_of_intermediates():
     xs, values = _vectors(70)
     outs = [
@@ -229,6 +235,7 @@ def test_node_functions_are_shared_with_the_cache_on_or_off(cache):
         np.testing.assert_array_equal(got, value * 2)
 
 
+@pytest.mark.slow
 def test_like_nodes_on_packed_inputs_are_one_loop_whatever_their_number():
     # y_i = x_i * 2 over n packed vectors, returned in one list: the calls are one run, so the graph
     # function's IR is the same for 40 and 80 of them.

@@ -167,6 +167,7 @@ def _values(dtype, shape, rng):
     return rng.integers(0, 120, shape).astype(dtype)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_values_agree_with_the_py_linker_and_stock(dtype):
     rng = np.random.default_rng(0)

@@ -209,6 +209,7 @@ def test_pytest_ini_keeps_suite_options_only():
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("concurrent", [False, True], ids=["sequential", "concurrent"])
 def test_runner_substitutes_llvm_everywhere(repo, tmp_path, capsys, concurrent):
     """Every synthetic path compiles through LLVMLinker, none through stock; only the stock-only test regresses."""

@@ -66,6 +66,7 @@ def _points(n_cols: int, dtype="float64") -> list[np.ndarray]:
     return [rng.normal(0, 0.5, size=n_cols + 2).astype(dtype) for _ in range(3)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n_cols", [MIN_COLUMNS, 20])
 def test_values_match_py_and_stock_and_the_predictor_is_one_product(n_cols):
     x, outputs = _regression(n_cols, _slice)
@@ -78,6 +79,7 @@ def test_values_match_py_and_stock_and_the_predictor_is_one_product(n_cols):
     assert not _ops(stock, Dot)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n_obs", [MAX_LOOP_ROWS, MAX_LOOP_ROWS + 1])
 def test_a_predictor_over_more_than_max_loop_rows_observations_is_a_dot(n_obs):
     x, outputs = _regression(MIN_COLUMNS, _slice, n_obs=n_obs)
@@ -98,6 +100,7 @@ def test_coefficients_that_are_not_one_slice_are_joined():
     assert _one_loop_product(fn, 10)
 
 
+@pytest.mark.slow
 def test_float32():
     x, outputs = _regression(12, _slice, dtype="float32")
     for point in _points(12, dtype="float32"):
@@ -143,6 +146,7 @@ def _logistic(n_predictors: int):
     return x, [logp, pt.grad(logp, x)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n_predictors", [1, 5, MIN_COLUMNS - 1])
 def test_narrow_products_are_column_products_and_row_sums(n_predictors):
     x, outputs = _logistic(n_predictors)

@@ -129,6 +129,7 @@ GRAPHS = _graphs()
 PACKED = {"scalar_pack": "packs", "array_pack": "packs", "listed_outputs": "output_lists"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(GRAPHS))
 def test_values_match_py_and_numba_and_take_the_lean_call(name, pytensor_calls):
     (fn, args), others = _compile_all(GRAPHS[name])
@@ -157,6 +158,7 @@ def test_a_lean_call_compiles_no_jit_fn():
     assert fn.vm._typed_entry.overloads == {}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(GRAPHS))
 def test_outputs_are_fresh_and_unaliased_as_stock_numba(name):
     (fn, args), others = _compile_all(GRAPHS[name])
@@ -517,6 +519,7 @@ def _entry_spied(fn):
     return calls
 
 
+@pytest.mark.slow
 def test_after_its_first_call_the_lean_call_calls_the_graph_function_s_compiled_entry(pytensor_calls):
     x, s, m = pt.dvector("x"), pt.dscalar("s"), pt.dmatrix("m")
     outputs = [(x * s).sum() + m.sum(), m.T @ x[:3]]

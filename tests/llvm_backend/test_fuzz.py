@@ -40,6 +40,7 @@ BOUNDED_SEED = 5
 BOUNDED_GRAPHS = 35
 
 
+@pytest.mark.slow
 def test_bounded_run_has_no_mismatch_or_crash(tmp_path):
     summary = run(BOUNDED_SEED, BOUNDED_GRAPHS, out=tmp_path)
     assert summary.failures == [], summary.format()
@@ -69,6 +70,7 @@ def importable_tests(monkeypatch):
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
 
 
+@pytest.mark.slow
 def test_isolated_run_records_a_graph_that_kills_the_process_and_goes_on(tmp_path, importable_tests):
     """Each child aborts on its second graph: the run counts both deaths as crashes, writes the graphs they
     died on as reproducers that name the signal and the last words, and goes on until its budget is spent."""
@@ -85,6 +87,7 @@ def test_isolated_run_records_a_graph_that_kills_the_process_and_goes_on(tmp_pat
     subprocess.run([sys.executable, str(reproducer)], check=True, capture_output=True, timeout=600)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("oracle", "limits", "stop"),
     [
@@ -104,6 +107,7 @@ def test_isolated_run_stops_a_graph_stock_numba_hangs_on_and_records_it_as_stock
     assert not (tmp_path / PENDING).exists()
 
 
+@pytest.mark.slow
 def test_isolated_run_counts_a_hang_of_stock_judging_llvm_as_unjudged(tmp_path, importable_tests):
     check = "tests.llvm_backend.dying_oracle:hang_judging_llvm"
     summary = run_isolated(0, graphs=3, out=tmp_path, check=check, graph_seconds=5)
@@ -352,6 +356,7 @@ def test_oracle_judges_a_py_linker_error_with_stock_on_the_output_it_raises_on(p
     assert stages[-2:] == ["py, for the output it raises on", "NUMBA, to judge LLVM's disagreement with py"]
 
 
+@pytest.mark.slow
 def test_oracle_leaves_the_values_undefined_where_the_py_linker_overflowed():
     """The py linker raises OverflowError casting a float32 infinity to int16; stock and LLVM return values
     of an out-of-range cast, which differ: the finding is stock's, not a mismatch (fuzz seed 48)."""
@@ -375,6 +380,7 @@ def _a_graph_with(families: set[str]):
     )
 
 
+@pytest.mark.slow
 def test_reproducer_runs_and_rebuilds_the_graph(tmp_path):
     spec = _a_graph_with({"join", "reduce"})
     inputs, outputs = spec.build()

@@ -57,6 +57,7 @@ def test_mixed_dtypes_are_not_regrouped():
     compare_llvm_numba_and_py([i, j, x], out, [np.int32(3), np.int32(-7), np.arange(4, dtype="float32")])
 
 
+@pytest.mark.slow
 def test_the_60_scalar_model_loop_takes_few_inputs():
     graph = logp_grad(n_scalars=60)
     fn, _ = compare_llvm_numba_and_py(graph.inputs, graph.outputs, graph.values, rtol=1e-10)
@@ -69,6 +70,7 @@ def _composite():
     return ps.Composite([i0, i1, i2], [ps.exp(shared) + i2, shared, i2 * i2 + i0])
 
 
+@pytest.mark.slow
 @settings(max_examples=50, deadline=None)
 @given(st.lists(st.floats(-5, 5), min_size=3, max_size=3))
 def test_split_computes_the_same_outputs(values):
@@ -86,6 +88,7 @@ def test_nothing_to_hoist_is_none():
     assert split_invariant(ps.Composite([i0, i1], [i0 * i1 + i1]), {0}) is None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n", [1, 31])
 def test_broadcast_matrix_invariants(n):
     scalars = [pt.dscalar(f"s{i}") for i in range(n)]

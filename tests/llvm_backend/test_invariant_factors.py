@@ -7,6 +7,7 @@ import re
 import numpy as np
 import pytensor.scalar as ps
 import pytensor.tensor as pt
+import pytest
 from pytensor.graph.fg import FunctionGraph
 
 import llvm_backend  # noqa: F401
@@ -72,6 +73,7 @@ def test_float32():
     compare_llvm_numba_and_py([r, a, b], output, values, rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_what_is_left_alone():
     """One invariant factor, a factor product used besides, factors varying along an axis, integers, a product
     already grouped (so the rewrite never rewrites what it wrote); each compiled to py's and stock's values."""

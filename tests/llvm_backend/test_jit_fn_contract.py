@@ -45,6 +45,7 @@ def _graphs():
 GRAPHS = _graphs()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(GRAPHS))
 def test_every_numba_function_the_thunk_hands_out_is_callable_from_python(name):
     # numba's call of a function compiled without a CPython wrapper, from Python, is a segmentation fault: none
@@ -67,6 +68,7 @@ def test_every_numba_function_the_thunk_hands_out_is_callable_from_python(name):
         assert_same_result(a, b, f"{name}: output {k} of the graph function")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(GRAPHS))
 def test_jit_fn_returns_what_stock_returns_from_python_and_nopython(name):
     inputs, outputs, values = GRAPHS[name]
@@ -82,6 +84,7 @@ def test_jit_fn_returns_what_stock_returns_from_python_and_nopython(name):
             assert_same_result(a, b, f"{name}: output {k}")
 
 
+@pytest.mark.slow
 def test_jit_fn_of_240_inputs_matches_the_py_linker():
     # Stock takes minutes to compile a 240-input graph, so the reference here is the py linker.
     xs = [pt.dvector(f"x{k}") for k in range(240)]
@@ -178,6 +181,7 @@ def _jit_fns(inputs, outputs):
     return {mode: pytensor.function(inputs, outputs, mode=mode).vm.jit_fn for mode in ("NUMBA", "LLVM")}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n_inputs", [3, 60])
 def test_jit_fn_given_the_wrong_number_of_arguments_raises_what_stock_raises(n_inputs):
     """From nopython code, numba's TypingError, as stock's. From Python, Python's TypeError, as stock's graph
@@ -234,6 +238,7 @@ def _float32_cases():
 FLOAT32_CASES = _float32_cases()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(FLOAT32_CASES))
 def test_jit_fn_on_arguments_of_other_types_computes_as_stock_does(name):
     # stock compiles its graph function again for the arguments' types and computes in them

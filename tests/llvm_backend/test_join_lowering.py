@@ -21,6 +21,7 @@ def test_join_is_lowered_by_linear_join():
     assert llvm_backend.LOWERINGS[Join].intrinsic is linear_join
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("axis", [0, 1, 2, -1, -2, -3])
 def test_join_3d_every_axis_with_mixed_layouts(axis):
     a, b, c = pt.dtensor3("a"), pt.dtensor3("b"), pt.dtensor3("c")
@@ -37,6 +38,7 @@ def test_join_with_upcast():
     np.testing.assert_array_equal(out, np.concatenate(values))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", ["int64", "int32", "uint8", "float64", "float32"])
 @pytest.mark.parametrize(("ndim", "axis"), [(1, 0), (2, 0), (2, 1), (3, 0), (3, 1), (3, 2)])
 def test_join_keeps_its_first_entry(dtype, ndim, axis):
@@ -64,6 +66,7 @@ def test_scalarized_join_keeps_every_entry(dtype):
     np.testing.assert_array_equal(result, np.array([0, 5, 6, 11, 7, 8, 9], dtype=dtype) * 2)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", ["int64", "float64"])
 def test_packed_join_keeps_its_first_entry(dtype):
     inputs = [pt.vector(f"x{k}", dtype=dtype) for k in range(MAX_ITEMS + 2)]
@@ -109,6 +112,7 @@ def test_mismatch_message_names_input_and_axis():
         fn(np.ones((2, 3)), np.ones((2, 1)), np.ones((5, 3)))
 
 
+@pytest.mark.slow
 @settings(max_examples=15, deadline=None)
 @given(rows=st.lists(st.integers(0, 4), min_size=1, max_size=4), cols=st.integers(1, 3), data=st.data())
 def test_join_matches_py_and_numba_on_random_ragged_inputs(rows, cols, data):
@@ -127,6 +131,7 @@ def _stacks_of_scalars(n, dtype):
     return fn
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n", [1, 30, 31, 100])
 @pytest.mark.parametrize("dtype", ["int32", "float32"])
 def test_make_vector_of_many_scalars(n, dtype):
@@ -136,6 +141,7 @@ def test_make_vector_of_many_scalars(n, dtype):
     assert [call.pack_from for call in make_vectors] == ([0] if n > MAX_ITEMS else [None] * len(make_vectors))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n", [2, 31, 100])
 def test_a_stack_of_native_scalar_inputs_is_a_scalarized_join_of_them(n):
     fn = _stacks_of_scalars(n, "float64")
@@ -148,6 +154,7 @@ def test_a_stack_of_native_scalar_inputs_is_a_scalarized_join_of_them(n):
     assert any(call.arguments == slots for call in joins)
 
 
+@pytest.mark.slow
 def test_more_entries_than_numba_takes_in_one_argument_go_to_stocks_function():
     # Found by `llvm-backend fuzz --seed 31 --minutes 30`: a ScalarizedJoin of 1,417 scalars failed to type
     # (numba refuses an argument tuple of more than 1,000 values of one type), where the py linker and stock
@@ -198,6 +205,7 @@ def _hints(fn):
     return filled_joins(fgraph, fgraph.toposort())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", ["float64", "float32", "int64"])
 def test_a_joined_loop_output_is_written_within_the_join_output(dtype):
     # logp_dlogp_function's joined gradient: scalars around the map of a vector parameter
@@ -307,6 +315,7 @@ def _unfillable(case):
     }[case]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "case", ["graph output", "joined twice", "entry of unknown length", "other dtype", "in place", "2-d join"]
 )

@@ -33,6 +33,7 @@ def _values(shape, dtype):
     return RNG.normal(size=shape).astype(dtype)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", ["float64", "float32", "int64", "int32", "uint8", "bool"])
 @pytest.mark.parametrize("ndim", [0, 1, 2, 3, 4])
 def test_map_and_sum_across_dtypes_and_dimensions(dtype, ndim):

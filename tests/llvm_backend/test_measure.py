@@ -98,6 +98,7 @@ def test_uncached_kernel_records_unoptimized_modules(doubled):
     assert kernel.dispatcher.overloads[kernel.signature].library is not None
 
 
+@pytest.mark.slow
 def test_times_per_call_are_positive_and_labelled(doubled):
     times = times_per_call({mode: (fn, [np.ones(8)]) for mode, fn in doubled.items()}, rounds=3)
     assert set(times) == set(MODES)

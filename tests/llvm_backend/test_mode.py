@@ -6,6 +6,7 @@ import textwrap
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
+import pytest
 from pytensor.compile.mode import Mode, get_mode, optdb
 from pytensor.link.numba.linker import NumbaLinker
 
@@ -114,6 +115,7 @@ OTHER_MODES_SNAPSHOT = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_import_changes_nothing_for_other_modes():
     done = subprocess.run([sys.executable, "-c", OTHER_MODES_SNAPSHOT], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr

@@ -50,6 +50,7 @@ def test_every_python_block_is_found():
     assert {name.split(":")[0] for name, _ in SNIPPETS} >= {"README.md", "docs/adding_a_lowering.md"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("source", [source for _, source in SNIPPETS], ids=[section for section, _ in SNIPPETS])
 def test_snippet_runs(source, tmp_path):
     for module in sorted(_imported(source) & set(EXTRAS)):
@@ -69,6 +70,7 @@ def test_every_command_line_is_found():
     assert {argv[1] for argv in COMMANDS} >= {"ir", "lowerings", "cache", "bench", "fuzz"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("argv", [argv for argv in COMMANDS if argv[1] not in SLOW], ids=" ".join)
 def test_readme_command_runs(argv, tmp_path):
     # the console script installed beside this interpreter, whether or not its folder is on PATH

@@ -51,6 +51,7 @@ def test_values_match_py_and_stock(reduction):
             assert_same_result(functions[mode](vector, *values), want, f"{reduction}{values} under {mode} vs py")
 
 
+@pytest.mark.slow
 @settings(max_examples=30, deadline=None)
 @given(st.lists(st.floats(allow_nan=True, allow_infinity=True), min_size=3, max_size=3))
 def test_max_and_min_match_anywhere(values):

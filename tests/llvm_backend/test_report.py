@@ -26,6 +26,7 @@ def test_builtin_graphs_agree_across_modes(name):
     compare_llvm_numba_and_py(graph.inputs, graph.outputs, graph.values)
 
 
+@pytest.mark.slow
 def test_report_command_prints_and_saves_real_measurements(tmp_path, capsys):
     out = tmp_path / "report.json"
     assert main(["report", "--graph", "full_reduction", "--json", str(out)]) == 0

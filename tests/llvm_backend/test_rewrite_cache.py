@@ -55,6 +55,7 @@ def _small_regression():
     return graphs.regression(n_cols=4, n_obs=20, n_groups=2)
 
 
+@pytest.mark.slow
 def test_second_compile_is_a_hit_with_the_same_rewritten_graph_and_values(cache):
     g = _small_regression()
     (first, first_values), stored = _outcomes_of(lambda: compare_llvm_numba_and_py(g.inputs, g.outputs, g.values))
@@ -78,6 +79,7 @@ def test_second_compile_is_a_hit_with_the_same_rewritten_graph_and_values(cache)
     assert any(isinstance(f, DestroyHandler) for f in second.maker.fgraph._features)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "build",
     [

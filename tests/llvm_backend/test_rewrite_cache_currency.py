@@ -67,6 +67,7 @@ def _run_script(tmp_path, text: str) -> str:
     return done.stdout.splitlines()[-1]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("script", "before", "after", "values"),
     [

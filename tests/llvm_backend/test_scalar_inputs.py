@@ -124,6 +124,7 @@ def test_fused_loops_take_broadcast_inputs_as_scalars():
     assert allocations_per_call(fn, values).unboxing == 1
 
 
+@pytest.mark.slow
 def test_the_regression_allocates_only_what_it_returns():
     graph = regression(n_cols=6, n_obs=20, n_groups=2)
     fn, _ = compare_llvm_numba_and_py(graph.inputs, graph.outputs, graph.values)

@@ -53,6 +53,7 @@ def _net_allocations(inputs, outputs, values):
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("reduction", list(REDUCTIONS))
 @pytest.mark.parametrize("dtype", ["int8", "int64", "float32", "float64"])
 def test_full_reduction_consumed_by_scalar_math(reduction, dtype):
@@ -69,6 +70,7 @@ def test_full_reduction_consumed_by_scalar_math(reduction, dtype):
     assert net["LLVM"] <= net["NUMBA"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("reduction", ["all", "any", "max", "min"])
 @pytest.mark.parametrize("dtype", ["uint8", "uint16", "uint32", "uint64"])
 def test_unsigned_reductions_match_numpy(reduction, dtype):
@@ -81,6 +83,7 @@ def test_unsigned_reductions_match_numpy(reduction, dtype):
     assert result[0] == expected
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["and_", "or_", "xor"])
 @pytest.mark.parametrize("dtype", ["uint8", "uint64", "int16"])
 def test_bitwise_reductions_match_numpy(name, dtype):
@@ -173,6 +176,7 @@ def test_logp_grad_uses_scalarization_and_allocates_no_more_than_stock():
     assert net["LLVM"] <= net["NUMBA"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "build",
     [
@@ -224,6 +228,7 @@ def test_scalar_graph_ir_allocates_only_its_output():
     assert sites["LLVM"] <= sites["NUMBA"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("linker", ["py", "cvm"])
 def test_rewritten_graph_runs_on_other_linkers(linker):
     graph = logp_grad()
@@ -255,6 +260,7 @@ def _no_numba_warnings(compile_and_call):
         return compile_and_call()
 
 
+@pytest.mark.slow
 def test_scan_with_a_full_reduction_and_a_scalar_index_inside():
     # PyTensor runs the active mode's rewrites inside inner graphs, which stock numba code compiles.
     x = pt.dvector("x")

@@ -178,6 +178,7 @@ def test_rewritten_graph_is_the_stock_supervisors(no_rewrite_cache, build):
     assert _in_place_decisions(indexed) == _in_place_decisions(stock)
 
 
+@pytest.mark.slow
 def test_in_place_values_and_inputs_against_py_and_numba(no_rewrite_cache):
     inputs, outputs = _wide_in_place_graph()
     rng = np.random.default_rng(0)
@@ -223,6 +224,7 @@ def _holds_a_0d_value(var) -> bool:
     return var.type.ndim == 0
 
 
+@pytest.mark.slow
 def test_in_place_is_not_tried_on_0d_values_which_scalarization_makes_scalars(no_rewrite_cache, in_place_candidates):
     """The gradient of 60 scalars runs through an Elemwise of 58 outputs over 1-element views of 0-d tensors:
     stock's in-place rewrite tries its outputs on those one by one, a graph validation each, and PyTensor's

@@ -48,6 +48,7 @@ def frequent_thread_switches():
     sys.setswitchinterval(interval)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(GRAPHS))
 def test_threads_calling_one_function_get_their_own_results(name, frequent_thread_switches):
     inputs, output, draw = GRAPHS[name]()

@@ -44,6 +44,7 @@ INDEXINGS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(INDEXINGS))
 def test_indexing_matches_py_and_stock(name):
     inputs, output, values = INDEXINGS[name]

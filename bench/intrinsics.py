@@ -162,7 +162,8 @@ def _pack(n: int) -> ArrayPack:
     return ArrayPack(ArrayPackType.of("float64", 1, n), np.dtype("float64"), list(_vectors(n)))
 
 
-def _micro_cases() -> list[Micro]:
+def _join_cases() -> list[Micro]:
+    """``linear_join`` against ``np.concatenate``: on a tuple of 8 and 60 vectors, and on a pack of 60."""
     cases = [
         Micro(
             f"intrinsics/linear_join/tuple_{n}",
@@ -173,16 +174,19 @@ def _micro_cases() -> list[Micro]:
         )
         for n in (8, 60)
     ]
-    cases.append(
-        Micro(
-            "intrinsics/linear_join/pack_60",
-            "60 vectors(16): linear_join on a pack, np.concatenate on a tuple",
-            join_pack,
-            concatenate_tuple,
-            lambda: (_pack(60),),
-        )
+    pack = Micro(
+        "intrinsics/linear_join/pack_60",
+        "60 vectors(16): linear_join on a pack, np.concatenate on a tuple",
+        join_pack,
+        concatenate_tuple,
+        lambda: (_pack(60),),
     )
-    cases.extend(
+    return [*cases, pack]
+
+
+def _loop_cases() -> list[Micro]:
+    """``full_reduce`` against numpy's reductions and ``loop_intrinsic`` against a hand-written loop."""
+    reductions = [
         Micro(
             f"intrinsics/full_reduce/{name}_{size}",
             f"{name} of a vector({size})",
@@ -192,8 +196,8 @@ def _micro_cases() -> list[Micro]:
         )
         for name, ours, peer in (("sum", reduce_sum, numpy_sum), ("max", reduce_max, numpy_max))
         for size in (1_000, 1_000_000)
-    )
-    cases.extend(
+    ]
+    loops = [
         Micro(
             f"intrinsics/loop/dot_and_norm_{size}",
             f"x @ y and x @ x of two vectors({size}) in one loop: loop_intrinsic against a hand-written loop",
@@ -202,35 +206,33 @@ def _micro_cases() -> list[Micro]:
             lambda size=size: (np.linspace(0.0, 1.0, size), np.linspace(1.0, 2.0, size)),
         )
         for size in (1_000, 1_000_000)
+    ]
+    return [*reductions, *loops]
+
+
+def _micro_cases() -> list[Micro]:
+    select_chain = Micro(
+        "intrinsics/select/chain_200",
+        "200 switches in one body: select against the conditional expression",
+        _switch_chain(200, "select_chain", "select(v > 0.5, v * 1.01, v - 0.3)"),
+        _switch_chain(200, "conditional_chain", "v * 1.01 if v > 0.5 else v - 0.3"),
+        lambda: (0.7,),
     )
-    cases.append(
-        Micro(
-            "intrinsics/select/chain_200",
-            "200 switches in one body: select against the conditional expression",
-            _switch_chain(200, "select_chain", "select(v > 0.5, v * 1.01, v - 0.3)"),
-            _switch_chain(200, "conditional_chain", "v * 1.01 if v > 0.5 else v - 0.3"),
-            lambda: (0.7,),
-        )
+    array_pack = Micro(
+        "intrinsics/argpack/unbox_60",
+        "60 vectors(16) passed as one pack against a tuple, last one read",
+        last_of_pack,
+        last_of_tuple,
+        lambda: (_pack(60),),
     )
-    cases.append(
-        Micro(
-            "intrinsics/argpack/unbox_60",
-            "60 vectors(16) passed as one pack against a tuple, last one read",
-            last_of_pack,
-            last_of_tuple,
-            lambda: (_pack(60),),
-        )
+    scalar_pack = Micro(
+        "intrinsics/scalarpack/unbox_60",
+        "60 0-d float64 arrays in their cells passed as one scalar pack against a tuple of their floats",
+        last_of_scalar_pack,
+        last_of_scalars,
+        lambda: (ScalarPack(ScalarPackType.of("float64", 60), [[np.asarray(float(k))] for k in range(60)]),),
     )
-    cases.append(
-        Micro(
-            "intrinsics/scalarpack/unbox_60",
-            "60 0-d float64 arrays in their cells passed as one scalar pack against a tuple of their floats",
-            last_of_scalar_pack,
-            last_of_scalars,
-            lambda: (ScalarPack(ScalarPackType.of("float64", 60), [[np.asarray(float(k))] for k in range(60)]),),
-        )
-    )
-    return cases
+    return [*_join_cases(), *_loop_cases(), select_chain, array_pack, scalar_pack]
 
 
 MICRO_CASES: dict[str, Micro] = {case.name: case for case in _micro_cases()}

@@ -176,31 +176,37 @@ def lean_call_source(fn: Function, entry: bool = False) -> str:
                 cell1[0] = v1
                 raise_as_thunk()
             return [o0, o1]
+    """
+    containers = fn.input_storage
+    names = [f"a{k}" for k, container in enumerate(containers) if not container.implicit]
+    outputs = [f"o{j}" for j in range(len(fn.output_storage))]
+    fall_back = f"return given_to_pytensor(fn, {_tuple_display(names)}, more, kwargs)"
+    parameters = ["fn", *(f"{name}=NOT_GIVEN" for name in names), "/", "*more", "**kwargs"]
+    refused = ["more", "kwargs", *(f"{name} is NOT_GIVEN" for name in names[-1:]), "not vm.allow_gc"]
+    lines = [f"def lean_call({', '.join(parameters)}):", f"    if {' or '.join(refused)}:", f"        {fall_back}"]
+    lines += [f"    v{k} = {name}" for k, name in enumerate(names)]
+    if names and not fn.trust_input:
+        types = [container.type for container in containers[: len(names)]]
+        aliased = fn._potential_aliased_input_groups
+        lines += [f"    {fall_back}"] if aliased else _checked_arguments(types, fall_back, entry)
+    returned = f"    return {_returned(outputs[: fn._n_returned_outputs], fn)}"
+    if calls_the_graph_directly(fn):
+        lines += _direct_call_lines(fn, len(names), outputs, entry)
+    else:
+        lines += _locked_call_lines(fn, len(names), outputs)
+    lines.append(returned)
+    return "\n".join(lines) + "\n"
 
-    A vector and a shared variable updated by the second of two outputs::
 
-        def lean_call(fn, a0=NOT_GIVEN, /, *more, **kwargs):
-            if more or kwargs or a0 is NOT_GIVEN or not vm.allow_gc:
-                return given_to_pytensor(fn, (a0,), more, kwargs)
-            v0 = a0
-            if not (type(a0) is ndarray and a0.dtype is dtype0 and a0.ndim == 1 and a0.flags.aligned):
-                v0 = filtered(container0, a0)
-                if v0 is REJECTED:
-                    return given_to_pytensor(fn, (a0,), more, kwargs)
-            acquire()
-            try:
-                cell0[0] = v0
-                try:
-                    o0, o1 = call_graph()
-                except Exception:
-                    raise_as_thunk()
-                cell1[0] = o1
-                cell0[0] = None
-            finally:
-                release()
-            return o0
+def _unpacked(outputs: list[str]) -> str:
+    return "(o0,)" if len(outputs) == 1 else ", ".join(outputs)
 
-    The vector and the scalar once the graph function is compiled for them (``entry``)::
+
+def _direct_call_lines(fn: Function, n_arguments: int, outputs: list[str], entry: bool) -> list[str]:
+    """The lines of a lean call that pass its ``n_arguments`` checked values ``v{k}`` to the graph function as the
+    thunk does (`graph_arguments`): to ``call`` (the `compiled_entry` or numba's dispatcher) with ``entry``, else to
+    ``graph_fn``; a call that fails leaves its arguments in the cells, as PyTensor's does, and raises as the thunk
+    does. With ``entry``, the vector and the scalar of `lean_call_source`'s example::
 
         def lean_call(fn, a0=NOT_GIVEN, a1=NOT_GIVEN, /, *more, **kwargs):
             if more or kwargs or a1 is NOT_GIVEN or not vm.allow_gc:
@@ -228,34 +234,45 @@ def lean_call_source(fn: Function, entry: bool = False) -> str:
                 raise_as_thunk()
             return [o0, o1]
     """
+    called = f"{'call' if entry else 'graph_fn'}({', '.join(graph_arguments(fn, n_arguments))})"
+    called = f"{_unpacked(outputs)} = {called}" if outputs else called
+    kept = [f"        cell{k}[0] = v{k}" for k in range(n_arguments)]
+    return ["    try:", f"        {called}", "    except Exception:", *kept, "        raise_as_thunk()"]
+
+
+def _locked_call_lines(fn: Function, n_arguments: int, outputs: list[str]) -> list[str]:
+    """The lines of a lean call that, holding ``fn``'s lock, write its ``n_arguments`` checked values into their
+    cells, run the thunk's ``call_graph``, write each update's output into its input's cell and empty the cells of
+    the required inputs. A vector and a shared variable updated by the second of two outputs::
+
+        def lean_call(fn, a0=NOT_GIVEN, /, *more, **kwargs):
+            if more or kwargs or a0 is NOT_GIVEN or not vm.allow_gc:
+                return given_to_pytensor(fn, (a0,), more, kwargs)
+            v0 = a0
+            if not (type(a0) is ndarray and a0.dtype is dtype0 and a0.ndim == 1 and a0.flags.aligned):
+                v0 = filtered(container0, a0)
+                if v0 is REJECTED:
+                    return given_to_pytensor(fn, (a0,), more, kwargs)
+            acquire()
+            try:
+                cell0[0] = v0
+                try:
+                    o0, o1 = call_graph()
+                except Exception:
+                    raise_as_thunk()
+                cell1[0] = o1
+                cell0[0] = None
+            finally:
+                release()
+            return o0
+    """
     containers = fn.input_storage
-    names = [f"a{k}" for k, container in enumerate(containers) if not container.implicit]
-    outputs = [f"o{j}" for j in range(len(fn.output_storage))]
-    fall_back = f"return given_to_pytensor(fn, {_tuple_display(names)}, more, kwargs)"
-    parameters = ["fn", *(f"{name}=NOT_GIVEN" for name in names), "/", "*more", "**kwargs"]
-    refused = ["more", "kwargs", *(f"{name} is NOT_GIVEN" for name in names[-1:]), "not vm.allow_gc"]
-    lines = [f"def lean_call({', '.join(parameters)}):", f"    if {' or '.join(refused)}:", f"        {fall_back}"]
-    lines += [f"    v{k} = {name}" for k, name in enumerate(names)]
-    if names and not fn.trust_input:
-        types = [container.type for container in containers[: len(names)]]
-        aliased = fn._potential_aliased_input_groups
-        lines += [f"    {fall_back}"] if aliased else _checked_arguments(types, fall_back, entry)
-    unpacked = "(o0,)" if len(outputs) == 1 else ", ".join(outputs)
-    returned = f"    return {_returned(outputs[: fn._n_returned_outputs], fn)}"
-    if calls_the_graph_directly(fn):
-        called = f"{'call' if entry else 'graph_fn'}({', '.join(graph_arguments(fn, len(names)))})"
-        called = f"{unpacked} = {called}" if outputs else called
-        # a failed call leaves its arguments in the cells, as PyTensor's does
-        kept = [f"        cell{k}[0] = v{k}" for k in range(len(names))]
-        lines += ["    try:", f"        {called}", "    except Exception:", *kept, "        raise_as_thunk()", returned]
-        return "\n".join(lines) + "\n"
-    lines += ["    acquire()", "    try:", *(f"        cell{k}[0] = v{k}" for k in range(len(names)))]
-    called = f"{unpacked} = call_graph()" if outputs else "call_graph()"
+    lines = ["    acquire()", "    try:", *(f"        cell{k}[0] = v{k}" for k in range(n_arguments))]
+    called = f"{_unpacked(outputs)} = call_graph()" if outputs else "call_graph()"
     lines += ["        try:", f"            {called}", "        except Exception:", "            raise_as_thunk()"]
     lines += [f"        cell{containers.index(container)}[0] = o{j}" for j, container in fn._update_input_storage]
     lines += [f"        cell{k}[0] = None" for k, container in enumerate(containers) if container.required]
-    lines += ["    finally:", "        release()", returned]
-    return "\n".join(lines) + "\n"
+    return [*lines, "    finally:", "        release()"]
 
 
 def calls_the_graph_directly(fn: Function) -> bool:

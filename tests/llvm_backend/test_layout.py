@@ -49,6 +49,25 @@ def test_no_backend_module_imports_a_tool_even_lazily():
     assert {path: modules for path, modules in offenders.items() if modules} == {}
 
 
+MAX_FUNCTION_LINES = 60
+"""The longest function the packages may hold, docstring included."""
+
+
+def test_no_function_of_the_packages_is_over_60_lines():
+    root = BACKEND.parent
+    packages = [root / name for name in ("llvm_backend", "intrinsics", "bench", "llvm_backend_devtools")]
+    long = [
+        f"{path.relative_to(root)}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1} lines)"
+        for package in packages
+        for path in sorted(package.rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES
+    ]
+    assert all(package.is_dir() for package in packages)
+    assert long == []
+
+
 def test_lowerings_records_say_intrinsic_condition_and_pack_start():
     assert LOWERINGS[Join].intrinsic is linear_join and LOWERINGS[Join].condition.startswith("at most 1,000")
     assert LOWERINGS[ScalarizedJoin].pack_start == 0

@@ -310,7 +310,7 @@ def register_lowering(
 ):
     """Decorator: register ``funcify(context: LoweringContext) -> (fn, key)`` as the lowering of ``op_type``.
 
-    ``intrinsic`` is the function from ``intrinsics/`` that the lowering calls. ``key`` must come from
+    ``intrinsic`` is the function from ``llvm_backend_intrinsics`` that the lowering calls. ``key`` must come from
     ``lowering_cache_key`` (or be ``None`` for an uncacheable function). With ``when``, only nodes for which
     ``when(node)`` holds are lowered by us (its docstring's first line says which, in ``llvm-backend
     lowerings``); the others get stock's function and cache entry. ``spec``, ``pack_start`` and ``version``:

@@ -13,10 +13,10 @@ the reverse order. One more is made only while code asks for it:
 One more is made only while the LLVM mode compiles, and put back when the last compile ends, so it is no
 `Change`: Python's garbage collection thresholds (``llvm_backend.collector.paced_collections``).
 
-Left out, because nothing else sees them and numba cannot take them back: the numba types, data models and
-``typeof`` entries of ``intrinsics/``, keyed by classes of our own (``ArrayPack``, ``ScalarPack``, ...), and the
-compiled code numba keeps. Everything else the package does is confined to its own objects and to the modes
-using its linker.
+Left out, because nothing else sees them and numba cannot take them back: the numba types, data models and ``typeof``
+entries of ``llvm_backend_intrinsics``, keyed by classes of our own (``ArrayPack``, ``ScalarPack``, ...), and the
+compiled code numba keeps. Everything else the package does is confined to its own objects and to the modes using its
+linker.
 """
 
 import llvmlite.binding as llvm

@@ -99,8 +99,8 @@ _distributions: dict[str, list[str]] | None = None
 
 
 def _source_hash(packages) -> str:
-    """The hash of every module of ``packages``, each named by its package and path within it (the folder of
-    an installed package need not bear its name: ``llvm_backend_intrinsics`` is ``intrinsics/``)."""
+    """The hash of every module of ``packages``, each named by its package and path within it (wherever the
+    package's folder lies: ``llvm_backend_intrinsics`` is ``intrinsics/llvm_backend_intrinsics/`` in the source)."""
     named = []
     for package in packages:
         folder = Path(importlib.util.find_spec(package).origin).parent

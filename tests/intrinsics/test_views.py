@@ -73,6 +73,7 @@ def _outcome(function, *arguments):
         return type(error)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(st.data())
 def test_basic_index_computes_numpys_value_and_numbas_type(data):

@@ -4,6 +4,14 @@ import numba
 import numpy as np
 import pytensor
 import pytest
+from matplotlib.colors import to_rgba
+from pytensor import config
+
+import llvm_backend  # noqa: F401
+from llvm_backend.tools.cli import main
+from llvm_backend.tools.graphs import join_arrays, logp_grad, reduction, scalar_index
+from llvm_backend.tools.measurements import FUNCTION_CALL, NUMBA_CALL, Measurement, compile_runner
+from llvm_backend.tools.testing import PY_MODE, compare_llvm_numba_and_py
 from llvm_backend_bench.cases import CASES, FLOOR, MODES, QUICK_CASES, REFERENCE, select_cases
 from llvm_backend_bench.intrinsics import (
     MICRO_CASES,
@@ -24,14 +32,6 @@ from llvm_backend_bench.plots import (
     per_call_plot,
 )
 from llvm_backend_bench.run import BenchRun, format_bench_table
-from matplotlib.colors import to_rgba
-from pytensor import config
-
-import llvm_backend  # noqa: F401
-from llvm_backend.tools.cli import main
-from llvm_backend.tools.graphs import join_arrays, logp_grad, reduction, scalar_index
-from llvm_backend.tools.measurements import FUNCTION_CALL, NUMBA_CALL, Measurement, compile_runner
-from llvm_backend.tools.testing import PY_MODE, compare_llvm_numba_and_py
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 # One case per reference shape; the larger joins differ only in their number of inputs. A case needing an extra (the

@@ -1,5 +1,5 @@
-"""The bench's phase timer (``bench/phases.py``) on a fake clock, and its attributions: wrapped functions, numba's
-events, JAX's compile events; all put back after a measurement."""
+"""The bench's phase timer (``llvm_backend_bench.phases``) on a fake clock, and its attributions: wrapped functions,
+numba's events, JAX's compile events; all put back after a measurement."""
 
 import inspect
 import sys
@@ -9,6 +9,9 @@ import types
 
 import numba
 import pytest
+from numba.core import event
+from numba.core.dispatcher import Dispatcher
+
 from llvm_backend_bench.phases import (
     OTHER,
     JaxCompileEvents,
@@ -18,8 +21,6 @@ from llvm_backend_bench.phases import (
     resolve,
     wrapped_functions,
 )
-from numba.core import event
-from numba.core.dispatcher import Dispatcher
 
 
 class FakeClock:

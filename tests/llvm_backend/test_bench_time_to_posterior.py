@@ -1,9 +1,12 @@
-"""The ``pymc/time_to_posterior`` family's run, JSON, table and plot (``bench/time_to_posterior.py``), on rows made
-here: measuring in fresh processes is the PyMC tests' (``tests/pymc/test_time_to_posterior.py``)."""
+"""The ``pymc/time_to_posterior`` family's run, JSON, table and plot (``llvm_backend_bench.time_to_posterior``), on rows
+made here: measuring in fresh processes is the PyMC tests' (``tests/pymc/test_time_to_posterior.py``)."""
 
 import json
 
 import pytest
+from matplotlib.colors import to_rgba
+
+from llvm_backend.tools.cli import main
 from llvm_backend_bench import time_to_posterior
 from llvm_backend_bench.plots import PHASE_COLOURS, PHASE_PLOT, mode_colour, phase_figure
 from llvm_backend_bench.pymc_models import MODELS
@@ -21,9 +24,6 @@ from llvm_backend_bench.time_to_posterior import (
     nutpie_rows,
     select_posterior,
 )
-from matplotlib.colors import to_rgba
-
-from llvm_backend.tools.cli import main
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 PROCESSES = ("cold", "warm")

@@ -92,6 +92,7 @@ def test_a_predictor_over_more_than_max_loop_rows_observations_is_a_dot(n_obs):
         assert isinstance(product.op, Dot) and product.inputs[0].data.shape == (n_obs, MIN_COLUMNS)
 
 
+@pytest.mark.slow
 def test_coefficients_that_are_not_one_slice_are_joined():
     """Scalars times columns (each an ExpandDims of a 0-d item), in reverse order: a join of them."""
     x, outputs = _regression(10, lambda x, i: x[11 - i])
@@ -108,6 +109,7 @@ def test_float32():
     assert _one_loop_product(fn, 12)
 
 
+@pytest.mark.slow
 def test_what_is_left_alone():
     """Fewer than MIN_COLUMNS columns, and columns whose product is used twice."""
     x, outputs = _regression(MIN_COLUMNS - 1, _slice)

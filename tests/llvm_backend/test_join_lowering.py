@@ -97,6 +97,7 @@ def test_mismatched_shapes_raise_value_error_like_stock(mode):
     assert raised_type(mode, [x, y], pt.join(0, x, y), [np.ones((2, 3)), np.ones((2, 4))]) is ValueError
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", [PY_MODE, "NUMBA", "LLVM"], ids=["py", "NUMBA", "LLVM"])
 def test_a_fused_sum_joined_with_its_mismatched_input_raises_plain_value_error(mode):
     # Found by `llvm-backend fuzz --seed 11 --minutes 30`: LLVM raised a ValueError subclass of its own.

@@ -2,6 +2,7 @@
 
 import ast
 import dataclasses
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -49,13 +50,29 @@ def test_no_backend_module_imports_a_tool_even_lazily():
     assert {path: modules for path, modules in offenders.items() if modules} == {}
 
 
+PACKAGE_FOLDERS = {
+    "llvm_backend_intrinsics": BACKEND.parent / "intrinsics" / "llvm_backend_intrinsics",
+    "llvm_backend_bench": BACKEND.parent / "bench" / "llvm_backend_bench",
+}
+"""The packages that live below a folder of the repository's, each in a folder of its import name."""
+
+
+@pytest.mark.parametrize(
+    "package", ["llvm_backend", "llvm_backend_intrinsics", "llvm_backend_bench", "llvm_backend_devtools"]
+)
+def test_each_package_is_imported_from_a_folder_of_its_name(package):
+    folder = Path(importlib.util.find_spec(package).origin).parent
+    assert folder.name == package
+    assert folder == PACKAGE_FOLDERS.get(package, BACKEND.parent / package)
+
+
 MAX_FUNCTION_LINES = 60
 """The longest function the packages may hold, docstring included."""
 
 
 def test_no_function_of_the_packages_is_over_60_lines():
     root = BACKEND.parent
-    packages = [root / name for name in ("llvm_backend", "intrinsics", "bench", "llvm_backend_devtools")]
+    packages = [root / "llvm_backend", *PACKAGE_FOLDERS.values(), root / "llvm_backend_devtools"]
     long = [
         f"{path.relative_to(root)}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1} lines)"
         for package in packages

@@ -219,6 +219,7 @@ def test_a_gather_and_a_segment_sum_are_our_loop():
     assert [o.indexed for o in spec.outputs if o.indexed] == [(0, "inc")]
 
 
+@pytest.mark.slow
 def test_an_index_input_with_negative_and_repeated_positions():
     x, y, idx = pt.dvector("x"), pt.dvector("y"), pt.lvector("idx")
     outputs = [pt.exp(x[idx]) * y, pt.zeros(4)[idx].inc(y * x[idx]), pt.zeros(4)[idx].set(y)]

@@ -9,6 +9,7 @@ import textwrap
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
+import pytest
 from pytensor.compile.mode import get_mode, optdb, predefined_modes
 
 import llvm_backend
@@ -87,6 +88,7 @@ def _run(which: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_reverting_every_change_leaves_the_process_as_one_that_never_imported_the_package():
     assert _run("reverted") == _run("never")
 

@@ -3,7 +3,6 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from llvm_backend_bench.run import COLUMNS as BENCH_COLUMNS
 
 from llvm_backend.tools.cli import main
 from llvm_backend.tools.coldcompile import cold_call, cold_compile_seconds
@@ -18,8 +17,10 @@ from llvm_backend.tools.measurements import (
     measure_runners,
 )
 from llvm_backend.tools.testing import compare_llvm_numba_and_py
+from llvm_backend_bench.run import COLUMNS as BENCH_COLUMNS
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(GRAPHS))
 def test_builtin_graphs_agree_across_modes(name):
     graph = GRAPHS[name]()

@@ -151,6 +151,7 @@ def test_which_inputs_are_protected_is_keyed(cache):
     assert np.array_equal(value, np.zeros(2))
 
 
+@pytest.mark.slow
 def test_the_key_is_the_same_in_every_process(cache):
     # Fresh processes (each its own string hashing), one of them after compiling other graphs first; in
     # subprocesses, as this one may have imported packages that register rewrites (PyMC), which the key

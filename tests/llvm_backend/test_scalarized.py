@@ -274,6 +274,7 @@ def test_scan_with_a_full_reduction_and_a_scalar_index_inside():
     _no_numba_warnings(lambda: compare_llvm_numba_and_py([x, acc0], result, values))
 
 
+@pytest.mark.slow
 def test_op_from_graph_with_a_full_reduction_and_a_scalar_index_inside():
     a, b = pt.dvector("a"), pt.dvector("b")
     inner = OpFromGraph([a, b], [(a * b).sum() + a[1] * b.min()])

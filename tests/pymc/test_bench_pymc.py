@@ -3,14 +3,15 @@
 from dataclasses import replace
 
 import pytest
+
+import llvm_backend  # noqa: F401
+from llvm_backend.tools.testing import assert_same_result
 from llvm_backend_bench.cases import CASES, FLOOR, MODES
 from llvm_backend_bench.pymc_models import MODELS, logp_dlogp_graph, pymc_compile
 from llvm_backend_bench.run import run_bench
 
-import llvm_backend  # noqa: F401
-from llvm_backend.tools.testing import assert_same_result
 
-
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(MODELS))
 def test_the_graph_is_what_logp_dlogp_function_computes(name):
     graph = logp_dlogp_graph(name)
@@ -23,6 +24,7 @@ def test_the_graph_is_what_logp_dlogp_function_computes(name):
         assert_same_result(a, b, name, rtol=1e-10)
 
 
+@pytest.mark.slow
 def test_a_pymc_case_measures_every_mode_and_no_reference():
     run = run_bench([CASES["pymc/eight_schools"]], quick=True, progress=lambda _: None)
     assert [r.mode for r in run.results] == [*MODES, FLOOR]

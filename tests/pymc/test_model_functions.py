@@ -9,7 +9,6 @@ import pytensor.compile.mode
 import pytensor.graph
 import pytensor.tensor as pt
 import pytest
-from llvm_backend_bench.pymc_models import eight_schools
 from nutpie import compile_pymc
 from pymc.initial_point import make_initial_point_fn
 from pytensor.compile.mode import Mode, predefined_modes
@@ -24,6 +23,7 @@ from llvm_backend.nutpie.model_functions import (
     initial_point_function,
     model_functions,
 )
+from llvm_backend_bench.pymc_models import eight_schools
 
 MODE = Mode(linker="py", optimizer="fast_run")
 FAST_MODE = Mode(linker="py", optimizer="fast_compile")

@@ -10,7 +10,6 @@ import numpy as np
 import nutpie
 import pymc as pm
 import pytest
-from llvm_backend_bench.pymc_models import eight_schools
 from pytensor import config
 from pytensor.compile.mode import get_mode, predefined_modes
 
@@ -20,6 +19,7 @@ from llvm_backend import rewrite_cache
 from llvm_backend.collector import OLDEST_THRESHOLD, YOUNG_THRESHOLD
 from llvm_backend.linker import LLVMLinker
 from llvm_backend.tools.testing import assert_same_result
+from llvm_backend_bench.pymc_models import eight_schools
 from llvm_backend_intrinsics.nutpie import NutpieEntry
 
 
@@ -117,6 +117,7 @@ def c_expand(compiled, point, n_expanded=None):
     return code, out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(MODELS))
 def test_nutpie_compiles_and_samples_under_llvm(name):
     model = MODELS[name]()
@@ -187,6 +188,7 @@ def test_pm_sample_with_the_llvm_mode_goes_through_the_rewrite_cache(tmp_path, m
     assert rewrite_cache.store.DEFAULT.entries()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("make_model", [eight_schools, separate_scalars])
 def test_a_second_compile_pymc_model_takes_every_rewritten_graph_from_the_cache(tmp_path, monkeypatch, make_model):
     """PyMC's initial-point functions and nutpie's shape function (FAST_COMPILE, on the py linker while
@@ -250,6 +252,7 @@ def test_pm_sample_asked_for_no_mode_samples_with_nutpie_on_stock_kernels(nutpie
     assert not isinstance(compiled.compiled_logp_func, NutpieEntry)
 
 
+@pytest.mark.slow
 def test_pm_sample_asked_for_llvm_with_numba_cfunc_options_samples_on_stock_kernels_with_a_warning(nutpie_compiles):
     with pytest.warns(RuntimeWarning, match=r"numba.cfunc options \['error_model'\].*stock NUMBA kernels"):
         pm.sample(
@@ -320,6 +323,7 @@ def test_pymc_imported_after_llvm_backend_is_wrapped_too():
 DATA_MODELS = [many_data_containers, few_data_containers]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("make_model", DATA_MODELS)
 def test_the_entry_points_return_nutpie_s_codes_as_nutpie_s_own_do(make_model):
     model = make_model()
@@ -335,6 +339,7 @@ def test_the_entry_points_return_nutpie_s_codes_as_nutpie_s_own_do(make_model):
     assert c_expand(ours.with_data(**shorter), point)[0] == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("make_model", DATA_MODELS)
 def test_the_entry_points_read_new_data_through_with_data(make_model):
     model = make_model()
@@ -382,6 +387,7 @@ for fn in (compiled.logp_func, compiled.expand_func):
 """
 
 
+@pytest.mark.slow
 def test_a_warm_process_loads_the_graph_functions_nutpie_calls_and_compiles_none(tmp_path):
     env = {**os.environ, "PYTENSOR_FLAGS": f"base_compiledir={tmp_path}", "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
 
@@ -417,6 +423,7 @@ print("pytensor.link.c.cvm" in sys.modules, sorted(p.name for p in Path(config.c
 """
 
 
+@pytest.mark.slow
 def test_a_cold_process_compiles_and_samples_without_building_pytensor_s_c_lazylinker(tmp_path):
     env = {**os.environ, "PYTENSOR_FLAGS": f"base_compiledir={tmp_path}", "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
     done = subprocess.run(

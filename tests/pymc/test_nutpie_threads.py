@@ -21,10 +21,10 @@ import numba
 import numpy as np
 import pymc as pm
 import pytest
-from llvm_backend_bench.pymc_models import eight_schools
 
 import llvm_backend.nutpie
 from llvm_backend.linker import LLVMLinker
+from llvm_backend_bench.pymc_models import eight_schools
 
 # The pymc extra brings nutpie (tests/conftest.py skips this folder without PyMC); llvm_backend.nutpie imports
 # it only when it compiles.
@@ -95,6 +95,7 @@ def model_of(name) -> Model:
     return Model(name)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(MODELS))
 def test_concurrent_chains_record_the_single_threaded_logp(name):
     model = model_of(name)
@@ -182,6 +183,7 @@ def entry_of(model, kind) -> Entry:
     return Entry(fn, scalar_inputs=len(model.layout))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("name", "kind"),
     [("eight schools", "nutpie's logp_func"), ("9 scalars", "nutpie's logp_func"), ("9 scalars", "scalar pack")],

@@ -6,6 +6,9 @@ import json
 
 import numpy as np
 import pytest
+
+import llvm_backend  # noqa: F401
+from llvm_backend.tools.measurements import FUNCTION_CALL, NUMBA_CALL
 from llvm_backend_bench.cases import CASES, FLOOR, MODES, REFERENCE, select_cases
 from llvm_backend_bench.pymc_limit import (
     CALL_MODES,
@@ -26,10 +29,8 @@ from llvm_backend_bench.pymc_limit import (
 from llvm_backend_bench.pymc_models import pymc_compile
 from llvm_backend_bench.run import run_bench
 
-import llvm_backend  # noqa: F401
-from llvm_backend.tools.measurements import FUNCTION_CALL, NUMBA_CALL
 
-
+@pytest.mark.slow
 @pytest.mark.parametrize("name", LIMIT_MODELS)
 def test_the_reference_returns_pymcs_logp_and_gradient(name):
     graph = limit_graph(name)
@@ -62,6 +63,7 @@ def test_a_wrong_reference_fails_the_check_loudly(monkeypatch):
         check_reference("eight_schools", graph)
 
 
+@pytest.mark.slow
 def test_the_family_is_registered_and_its_cases_build():
     cases = select_cases(pattern="^pymc_limit/")
     assert [c.name for c in cases] == [f"pymc_limit/{name}" for name in LIMIT_MODELS]
@@ -73,6 +75,7 @@ def test_the_family_is_registered_and_its_cases_build():
         assert x is graph.values[0]
 
 
+@pytest.mark.slow
 def test_the_reference_allocates_its_gradient_and_the_regression_its_residuals():
     from llvm_backend.tools.measure import nrt_allocations_per_call
 
@@ -83,6 +86,7 @@ def test_the_reference_allocates_its_gradient_and_the_regression_its_residuals()
         assert nrt_allocations_per_call(lambda args=args, name=name: REFERENCES[name](*args)) == unboxed + own
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", LIMIT_MODELS)
 def test_jit_fn_allocates_at_most_one_array_more_than_the_reference(name):
     # besides the unboxed vector: the joined gradient and the 0-d logp; the regression's reference allocates
@@ -101,12 +105,14 @@ def test_jit_fn_allocates_at_most_one_array_more_than_the_reference(name):
     assert nrt_allocations_per_call(lambda: llvm(x)) <= nrt_allocations_per_call(lambda: stock(x)) + more_than_stock
 
 
+@pytest.mark.slow
 def test_a_quick_bench_run_measures_every_mode_and_the_reference():
     run = run_bench([CASES["pymc_limit/logistic_5p"]], quick=True, progress=lambda _: None)
     assert [r.mode for r in run.results] == [*MODES, REFERENCE, FLOOR]
     assert run.cases["pymc_limit/logistic_5p"]["family"] == "pymc"
 
 
+@pytest.mark.slow
 def test_the_calls_are_measured_against_the_reference():
     measured, description = measure_calls("eight_schools", rounds=1, progress=lambda _: None)
     labels = [
@@ -125,6 +131,7 @@ def test_the_calls_are_measured_against_the_reference():
     assert as_jit_fn_called.net_allocs_per_call == 2  # and the 0-d logp
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", LIMIT_MODELS)
 def test_the_reference_as_jit_fn_returns_what_jit_fn_returns(name):
     from llvm_backend.tools.measure import nrt_allocations_per_call
@@ -145,6 +152,7 @@ def test_the_reference_as_jit_fn_returns_what_jit_fn_returns(name):
     assert allocations == nrt_allocations_per_call(lambda: reference(*args)) + 1
 
 
+@pytest.mark.slow
 def test_the_command_prints_the_table_and_writes_json(tmp_path, capsys):
     out = tmp_path / "run" / "calls.json"
     assert main(["--model", "eight_schools", "--rounds", "1", "--json", str(out)]) == 0
@@ -156,6 +164,7 @@ def test_the_command_prints_the_table_and_writes_json(tmp_path, capsys):
     assert {row["graph"] for row in payload["results"]} == {"pymc_limit/eight_schools"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", LIMIT_MODELS)
 def test_the_llvm_modes_logp_and_gradient_are_stocks_and_the_references(name):
     graph = limit_graph(name)
@@ -168,6 +177,7 @@ def test_the_llvm_modes_logp_and_gradient_are_stocks_and_the_references(name):
             np.testing.assert_allclose(got, reference, rtol=CHECK_TOLERANCE, atol=CHECK_TOLERANCE)
 
 
+@pytest.mark.slow
 def test_the_regressions_linear_predictor_is_one_matrix_vector_product_of_a_view():
     # a loop of ours over the 48 columns as rows (400 observations: no Dot, whose BLAS code takes a second to
     # compile), reading the coefficients as a view of the parameters

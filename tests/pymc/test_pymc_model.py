@@ -25,6 +25,7 @@ def model():
     return model
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ravel_inputs", [True, False])
 def test_logp_dlogp_function_matches_numba(model, ravel_inputs):
     point = model.initial_point(0)

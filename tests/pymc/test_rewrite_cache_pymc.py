@@ -5,6 +5,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 MODEL = """
 import numpy as np, pymc as pm, pytensor.tensor as pt
 from pytensor.compile.ops import as_op
@@ -25,6 +27,7 @@ print(repr(float(logp)), repr(float(stock)), dict(llvm_backend.rewrite_cache.out
 """
 
 
+@pytest.mark.slow
 def test_a_potential_s_edited_as_op_gives_the_edited_model_s_logp(tmp_path):
     env = os.environ | {"PYTENSOR_FLAGS": f"base_compiledir={tmp_path / 'compiledir'}"}
     env.pop("LLVM_BACKEND_REWRITE_CACHE", None)

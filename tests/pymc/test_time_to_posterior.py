@@ -1,11 +1,14 @@
 """The ``pymc/time_to_posterior`` family measuring for real: nutpie on eight schools in fresh processes, and the
-attributions of ``bench/time_to_posterior.py`` on what they wrap (PyMC, nutpie, numba), put back afterwards."""
+attributions of ``llvm_backend_bench.time_to_posterior`` on what they wrap (PyMC, nutpie, numba), put back
+afterwards."""
 
 import inspect
 
 import numba
 import numpy as np
 import pytest
+
+from llvm_backend.tools.coldcompile import cold_call
 from llvm_backend_bench.phases import OTHER, PhaseTimer, resolve
 from llvm_backend_bench.time_to_posterior import (
     CODEGEN,
@@ -18,12 +21,11 @@ from llvm_backend_bench.time_to_posterior import (
     attributed,
 )
 
-from llvm_backend.tools.coldcompile import cold_call
-
 TOLERANCE_S = 0.05
 """What the clock around the measured call adds to the phases' span: the functions wrapped and put back."""
 
 
+@pytest.mark.slow
 def test_nutpie_on_llvm_is_split_into_every_phase_cold_and_warm():
     measured = cold_call("llvm_backend_bench.time_to_posterior:nutpie_job", "eight_schools", "LLVM", warm=True)
     for prefix in ("", "warm_"):

@@ -39,10 +39,10 @@ from importlib.util import find_spec
 from pathlib import Path
 
 import numpy as np
-from llvm_backend_bench.phases import OTHER, PhaseTimer, jax_events, numba_events, resolve, wrapped_functions
-from llvm_backend_bench.pymc_models import MODELS
 
 from llvm_backend.tools.coldcompile import cold_call
+from llvm_backend_bench.phases import OTHER, PhaseTimer, jax_events, numba_events, resolve, wrapped_functions
+from llvm_backend_bench.pymc_models import MODELS
 
 __all__ = [
     "BASELINES",

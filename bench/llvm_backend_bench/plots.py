@@ -13,12 +13,12 @@ phase of the time to posterior (`PHASE_COLOURS`), whose bars are outlined in the
 import zlib
 from pathlib import Path
 
-from llvm_backend_bench.cases import FLOOR, REFERENCE
-from llvm_backend_bench.time_to_posterior import PHASES, Posterior
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from llvm_backend.tools.measurements import Measurement
+from llvm_backend_bench.cases import FLOOR, REFERENCE
+from llvm_backend_bench.time_to_posterior import PHASES, Posterior
 
 __all__ = [
     "COMPILE_PLOT",

@@ -20,18 +20,6 @@ import llvmlite
 import numba
 import numpy as np
 import pytensor
-from llvm_backend_bench import intrinsics, time_to_posterior
-from llvm_backend_bench.cases import FLOOR, MODES, REFERENCE, Case
-from llvm_backend_bench.plots import draw_plots
-from llvm_backend_bench.time_to_posterior import (
-    NUTPIE_FOOTNOTE,
-    PHASE_FOOTNOTE,
-    Posterior,
-    format_nutpie_table,
-    format_phase_table,
-    measure_posterior,
-    nutpie_rows,
-)
 
 from llvm_backend.tools.coldcompile import cold_call
 from llvm_backend.tools.measurements import (
@@ -44,6 +32,18 @@ from llvm_backend.tools.measurements import (
     format_inline_table,
     jitted_runner,
     measure_runners,
+)
+from llvm_backend_bench import intrinsics, time_to_posterior
+from llvm_backend_bench.cases import FLOOR, MODES, REFERENCE, Case
+from llvm_backend_bench.plots import draw_plots
+from llvm_backend_bench.time_to_posterior import (
+    NUTPIE_FOOTNOTE,
+    PHASE_FOOTNOTE,
+    Posterior,
+    format_nutpie_table,
+    format_phase_table,
+    measure_posterior,
+    nutpie_rows,
 )
 
 __all__ = [

@@ -12,9 +12,9 @@ A reference that computed anything else would make the comparison a lie, so `mea
 PyMC's own function at the initial point and at random points before it times anything (`check_reference`), and
 a mismatch stops the run. ``tests/pymc/test_pymc_limit.py`` makes the same check.
 
-`llvm-backend bench --filter '^pymc_limit/'` measures the family as every case (``bench/cases.py``); `measure_calls`
-times what that does not: the numba function as PyTensor's contract hands it out (``fn.vm.jit_fn``) and the
-PyTensor Function itself (``fn(x)``, input checks on), under LLVM and stock NUMBA, beside the reference, in
+`llvm-backend bench --filter '^pymc_limit/'` measures the family as every case (``llvm_backend_bench.cases``);
+`measure_calls` times what that does not: the numba function as PyTensor's contract hands it out (``fn.vm.jit_fn``) and
+the PyTensor Function itself (``fn(x)``, input checks on), under LLVM and stock NUMBA, beside the reference, in
 interleaved rounds (`llvm_backend.tools.measurements.measure_runners`). ``python -m llvm_backend_bench.pymc_limit``
 prints its table and writes it as JSON.
 
@@ -37,7 +37,6 @@ from pathlib import Path
 from unittest import mock
 
 import numpy as np
-from llvm_backend_bench.references import HALF_LOG_2PI, fast_njit
 from pytensor import config
 
 from llvm_backend.tools.graphs import Graph
@@ -52,6 +51,7 @@ from llvm_backend.tools.measurements import (
     jitted_runner,
     measure_runners,
 )
+from llvm_backend_bench.references import HALF_LOG_2PI, fast_njit
 
 __all__ = [
     "CALL_COLUMNS",
@@ -401,9 +401,8 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m llvm_backend_bench.pymc_limit``: `measure_calls` on each model, the table to stdout, progress to
     stderr, and with ``--json FILE`` the rows as `llvm-backend bench` writes its own (versions, footnote, cases,
     results), in FILE's directory, made if missing."""
-    from llvm_backend_bench.run import FULL_ROUNDS, _versions
-
     import llvm_backend  # noqa: F401  (registers the LLVM mode)
+    from llvm_backend_bench.run import FULL_ROUNDS, _versions
 
     parser = argparse.ArgumentParser(
         prog="python -m llvm_backend_bench.pymc_limit",

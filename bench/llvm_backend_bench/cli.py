@@ -16,12 +16,11 @@ def _progress(message: str) -> None:
 
 
 def _bench(args) -> int:
+    import llvm_backend  # noqa: F401  (registers the LLVM mode)
     from llvm_backend_bench.cases import FLOOR, MODES, REFERENCE, select_cases
     from llvm_backend_bench.intrinsics import select_micro
     from llvm_backend_bench.run import format_bench_table, run_bench, write_results
     from llvm_backend_bench.time_to_posterior import select_posterior
-
-    import llvm_backend  # noqa: F401  (registers the LLVM mode)
 
     if args.filter is not None:
         try:

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
-from llvm_backend_bench import pymc_limit, references
 from numba.core.registry import CPUDispatcher
 from pytensor.graph.basic import Constant
 from pytensor.graph.traversal import ancestors
@@ -37,6 +36,7 @@ from llvm_backend.tools.graphs import (
     times_two,
 )
 from llvm_backend.tools.measure import defined_instruction_count, recording_ir_modules
+from llvm_backend_bench import pymc_limit, references
 
 __all__ = ["CASES", "FLOOR", "MODES", "QUICK_CASES", "REFERENCE", "Case", "cold_compile_job", "select_cases"]
 

@@ -1,7 +1,7 @@
 """Hand-written ``@njit`` references: what a careful numba user would write for each benchmark graph.
 
 Each takes the graph's example values (joins take their arrays as one tuple) and returns what the
-graph returns; ``tests/llvm_backend/test_bench.py`` checks they agree. They compile with the fast-math
+graph returns; ``tests/llvm_backend_bench/test_bench.py`` checks they agree. They compile with the fast-math
 flags PyTensor's numba backend uses by default (``numba__fastmath=True``), so the comparison is fair.
 """
 

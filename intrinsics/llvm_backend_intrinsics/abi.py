@@ -13,7 +13,7 @@ Three kinds:
   (`ARRAYS_READ`, `LISTS_READ`). Code reading a struct directly does so only where its probe holds, and
   goes through the C API otherwise.
 
-``tests/intrinsics/test_abi.py`` checks each offset against ctypes' layout of the C struct and against the
+``tests/llvm_backend_intrinsics/test_abi.py`` checks each offset against ctypes' layout of the C struct and against the
 types' ``__basicsize__``, and numba's conventions against numba.
 """
 

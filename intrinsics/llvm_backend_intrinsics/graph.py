@@ -522,7 +522,7 @@ def _emit(context, builder, plan, slot_types, typed_calls, list_types, return_ty
 
     is emitted as, with ``lists=True`` (by default the listed arrays are stored in the frame the same way
     and made a Python list on return), in Python with the references made explicit (``incref``/``decref``:
-    ``NRT_incref``/``NRT_decref`` of an array's meminfo; ``tests/intrinsics/test_ir_sequences.py`` checks
+    ``NRT_incref``/``NRT_decref`` of an array's meminfo; ``tests/llvm_backend_intrinsics/test_ir_sequences.py`` checks
     the IR)::
 
         x, pack = arguments

@@ -10,7 +10,7 @@ from llvm_backend.process import CHANGES
 from llvm_backend.rewrites.registry import RECORDS
 from llvm_backend.tools.cli import changes_table, lowerings_table, rewrites_table
 
-REFERENCE = Path(__file__).parents[2] / "docs" / "reference.md"
+REFERENCE = Path(__file__).parents[1] / "docs" / "reference.md"
 
 
 def _table(heading: str) -> str:

@@ -18,7 +18,7 @@ from pytensor.graph.op import Op
 
 from llvm_backend import rewrite_cache
 from llvm_backend.rewrite_cache import Uncacheable, store
-from tests.llvm_backend.test_rewrite_cache import _key, _outcomes_of
+from tests.llvm_backend.rewrite_cache.test_rewrite_cache import _key, _outcomes_of
 
 SCRIPT_WITH_AN_AS_OP = """
 import numpy as np, pytensor, pytensor.tensor as pt

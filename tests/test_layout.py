@@ -66,6 +66,19 @@ def test_each_package_is_imported_from_a_folder_of_its_name(package):
     assert folder == PACKAGE_FOLDERS.get(package, BACKEND.parent / package)
 
 
+def test_the_tests_mirror_the_packages():
+    tests = BACKEND.parent / "tests"
+    folders = [p.relative_to(tests) for p in tests.rglob("*") if p.is_dir() and p.name != "__pycache__"]
+    folders = [folder for folder in folders if folder.parts[0] != "pymc"]  # what the `pymc` extra needs
+    assert Path("llvm_backend", "rewrites") in folders
+    assert [folder for folder in folders if not _is_package(".".join(folder.parts))] == []
+
+
+def _is_package(name: str) -> bool:
+    spec = importlib.util.find_spec(name)
+    return spec is not None and spec.submodule_search_locations is not None
+
+
 MAX_FUNCTION_LINES = 60
 """The longest function the packages may hold, docstring included."""
 

@@ -66,7 +66,7 @@ ROOT = Path(__file__).parents[2]
 
 @pytest.fixture
 def importable_tests(monkeypatch):
-    """The child processes of an isolated run can import ``tests.llvm_backend.dying_oracle``."""
+    """The child processes of an isolated run can import ``tests.llvm_backend_devtools.dying_oracle``."""
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
 
 
@@ -74,7 +74,7 @@ def importable_tests(monkeypatch):
 def test_isolated_run_records_a_graph_that_kills_the_process_and_goes_on(tmp_path, importable_tests):
     """Each child aborts on its second graph: the run counts both deaths as crashes, writes the graphs they
     died on as reproducers that name the signal and the last words, and goes on until its budget is spent."""
-    summary = run_isolated(0, graphs=4, out=tmp_path, check="tests.llvm_backend.dying_oracle:check")
+    summary = run_isolated(0, graphs=4, out=tmp_path, check="tests.llvm_backend_devtools.dying_oracle:check")
     assert summary.graphs == 4, summary.format()
     assert [kind for kind, _ in summary.failures] == ["crash", "crash"], summary.format()
     assert summary.run_seed == 1
@@ -99,7 +99,9 @@ def test_isolated_run_records_a_graph_that_kills_the_process_and_goes_on(tmp_pat
 def test_isolated_run_stops_a_graph_stock_numba_hangs_on_and_records_it_as_stock(
     tmp_path, importable_tests, oracle, limits, stop
 ):
-    summary = run_isolated(0, graphs=3, out=tmp_path, check=f"tests.llvm_backend.dying_oracle:{oracle}", **limits)
+    summary = run_isolated(
+        0, graphs=3, out=tmp_path, check=f"tests.llvm_backend_devtools.dying_oracle:{oracle}", **limits
+    )
     assert summary.graphs == 3 and summary.failures == [], summary.format()
     stopped = [(message, path) for message, path in summary.stock if stop in message]
     assert len(stopped) == 1, summary.format()
@@ -109,7 +111,7 @@ def test_isolated_run_stops_a_graph_stock_numba_hangs_on_and_records_it_as_stock
 
 @pytest.mark.slow
 def test_isolated_run_counts_a_hang_of_stock_judging_llvm_as_unjudged(tmp_path, importable_tests):
-    check = "tests.llvm_backend.dying_oracle:hang_judging_llvm"
+    check = "tests.llvm_backend_devtools.dying_oracle:hang_judging_llvm"
     summary = run_isolated(0, graphs=3, out=tmp_path, check=check, graph_seconds=5)
     assert [kind for kind, _ in summary.failures] == ["unjudged"], summary.format()
     assert (summary.unjudged, summary.crashes) == (1, 0)
@@ -120,7 +122,7 @@ def test_isolated_run_counts_a_hang_of_stock_judging_llvm_as_unjudged(tmp_path, 
 
 def test_isolated_run_reports_a_worker_that_fails_outside_any_graph(tmp_path, importable_tests):
     with pytest.raises(WorkerError, match="AttributeError"):
-        run_isolated(0, graphs=2, out=tmp_path, check="tests.llvm_backend.dying_oracle:no_such_oracle")
+        run_isolated(0, graphs=2, out=tmp_path, check="tests.llvm_backend_devtools.dying_oracle:no_such_oracle")
 
 
 class Planted(Op):

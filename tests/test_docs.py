@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).parents[2]
+ROOT = Path(__file__).parents[1]
 ARCHITECTURE = ROOT / "docs" / "architecture.md"
 RUNTIME = [ROOT / "llvm_backend", ROOT / "intrinsics" / "llvm_backend_intrinsics"]
 IMPORTABLE = ("llvm_backend", "llvm_backend_intrinsics", "llvm_backend_bench", "llvm_backend_devtools", "pytensor")

@@ -12,7 +12,7 @@ import pytest
 
 from llvm_backend.tools.cli import _parser
 
-ROOT = Path(__file__).parents[2]
+ROOT = Path(__file__).parents[1]
 TEXT = (ROOT / "README.md").read_text()
 DOCUMENTS = {
     path.relative_to(ROOT).as_posix(): path.read_text() for path in [ROOT / "README.md", *ROOT.glob("docs/*.md")]

@@ -4,6 +4,7 @@ bench/results/'s)."""
 
 import ast
 import importlib
+import importlib.util
 import io
 import re
 import sys
@@ -33,11 +34,18 @@ def _spans(text: str) -> list[str]:
 
 
 def _resolves(dotted: str) -> bool:
-    """Whether ``dotted`` names a module, or an attribute reached from one."""
+    """Whether ``dotted`` names a module, or an attribute reached from one; a module of ours that imports a
+    library of an extra not installed here (``llvm_backend.nutpie.model_functions`` imports PyMC) is found by its
+    spec."""
     parts = dotted.split(".")
     for end in range(len(parts), 0, -1):
+        module = ".".join(parts[:end])
         try:
-            target = importlib.import_module(".".join(parts[:end]))
+            target = importlib.import_module(module)
+        except ModuleNotFoundError as error:
+            if end == len(parts) and not error.name.startswith(IMPORTABLE) and importlib.util.find_spec(module):
+                return True
+            continue
         except ImportError:
             continue
         for name in parts[end:]:

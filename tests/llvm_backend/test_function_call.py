@@ -18,7 +18,13 @@ from pytensor.compile.io import In, Out
 
 from llvm_backend.codegen import SCALAR_PACK_MIN
 from llvm_backend.dispatch import MAX_ITEMS
-from llvm_backend.function import LLVMFunction, calls_the_graph_directly, lean_call_source
+from llvm_backend.function import (
+    LLVMFunction,
+    _direct_call_lines,
+    _locked_call_lines,
+    calls_the_graph_directly,
+    lean_call_source,
+)
 from llvm_backend.tools.testing import PY_MODE, assert_same_result
 
 MODES = {"py": PY_MODE, "NUMBA": "NUMBA"}
@@ -500,7 +506,8 @@ def test_the_documented_sources_are_the_ones_written():
     direct = pytensor.function([x, scalar], [x.sum() * scalar, x], mode="LLVM")
     s = pytensor.shared(np.array(0.0), name="s")
     updating = pytensor.function([x], x.sum(), updates={s: s + 1}, mode="LLVM")
-    examples = [part.split("\n\n    ")[0] for part in lean_call_source.__doc__.split("::\n\n")[1:]]
+    documented_in = (lean_call_source, _locked_call_lines, _direct_call_lines)
+    examples = [part.split("\n\n    ")[0] for f in documented_in for part in f.__doc__.split("::\n\n")[1:]]
     written = [lean_call_source(direct), lean_call_source(updating), lean_call_source(direct, entry=True)]
     for source, documented in zip(written, examples, strict=True):
         assert source == "\n".join(line[8:] for line in documented.splitlines()).strip("\n") + "\n"

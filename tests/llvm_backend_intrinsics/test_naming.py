@@ -1,4 +1,4 @@
-"""The IR of the loops, joins and reductions names its values after what they are and the call's variables."""
+"""The IR of every intrinsic names its values after what they are and the call's variables."""
 
 import llvmlite.binding as llvm
 import numpy as np
@@ -9,7 +9,7 @@ from numba.core import types
 from llvm_backend.tools.measure import compile_recording_ir
 from llvm_backend_intrinsics.join import linear_join
 from llvm_backend_intrinsics.loops import LoopOutput, LoopSpec, node_loop_intrinsic
-from llvm_backend_intrinsics.naming import call_names, named, naming_call, unpack_named
+from llvm_backend_intrinsics.naming import call_names, named, named_aggregate, naming_call, output_name, unpack_named
 from llvm_backend_intrinsics.reduction import _emit_fold_lanes, _emit_runs, combine_rule, full_reduce
 
 _I64 = ir.IntType(64)
@@ -79,6 +79,14 @@ def test_call_names_fall_back_to_positions():
     assert call_names(2, 1).outputs == ("out0",)
 
 
+def test_output_name_is_the_calls_one_output_or_the_default():
+    assert output_name("view") == "view"
+    with naming_call(["x"], ["y"]):
+        assert output_name("view") == "y"
+    with naming_call(["x"], ["y", "z"]):
+        assert output_name("view") == "view"
+
+
 def _unoptimized_ir(function, *arg_types) -> str:
     """The IR numba emits for ``function`` before LLVM optimizes it (which drops or suffixes names as it
     inlines)."""
@@ -135,3 +143,20 @@ def test_a_reduction_names_its_accumulator():
     text = _unoptimized_ir(total, types.float64[::1])
     assert total(np.arange(4.0)) == 6.0
     assert '%"acc.next" = fadd reassoc contract double %"acc", %"element"' in text
+
+
+def _assert_defines(text: str, *names: str) -> None:
+    """Each of ``names`` is the name of a value defined in the IR ``text``."""
+    missing = [name for name in names if f'%"{name}" = ' not in text]
+    assert missing == []
+
+
+def test_named_aggregate_names_the_chain_of_insertvalues():
+    module, function, builder = _fresh_function(_I64, _I64)
+    pair = ir.LiteralStructType([_I64, _I64])
+    first = builder.insert_value(pair(ir.Undefined), function.args[0], 0)
+    both = named_aggregate(builder.insert_value(first, function.args[1], 1), "pair")
+    builder.ret(builder.extract_value(both, 1, name="second"))
+    assert both.name == "pair" and first.name == "pair.0"
+    assert named_aggregate(function.args[0], "other") is function.args[0]
+    llvm.parse_assembly(str(module)).verify()

@@ -7,6 +7,7 @@ from numba import njit
 from numba.core import types
 
 from llvm_backend.tools.measure import compile_recording_ir
+from llvm_backend_intrinsics.functions import address_call
 from llvm_backend_intrinsics.join import linear_join
 from llvm_backend_intrinsics.loops import LoopOutput, LoopSpec, node_loop_intrinsic
 from llvm_backend_intrinsics.naming import call_names, named, named_aggregate, naming_call, output_name, unpack_named
@@ -160,3 +161,24 @@ def test_named_aggregate_names_the_chain_of_insertvalues():
     assert both.name == "pair" and first.name == "pair.0"
     assert named_aggregate(function.args[0], "other") is function.args[0]
     llvm.parse_assembly(str(module)).verify()
+
+
+def test_a_call_through_an_address_names_its_status_and_value():
+    """`llvm_backend_intrinsics.abi.call_numba` names a call's values after the callee, `call_as_function` after
+    the function it emits."""
+
+    @njit
+    def doubled(x):
+        return 2.0 * x
+
+    call = address_call(doubled)
+
+    @njit
+    def run(x):
+        return call((x,))
+
+    text = _unoptimized_ir(run, types.float64)
+    assert run(1.5) == 3.0
+    _assert_defines(text, "address", "callee", "in0", "doubled.code", "doubled.excinfo", "doubled.is_error")
+    _assert_defines(text, "doubled.is_normal", "doubled.value", "in_try", "try_depth", "not_in_try")
+    _assert_defines(text, "llvm_call.code", "llvm_call.is_error", "llvm_call.excinfo", "llvm_call.returned")

@@ -7,11 +7,13 @@ from numba import njit
 from numba.core import types
 
 from llvm_backend.tools.measure import compile_recording_ir
+from llvm_backend_intrinsics.argpack import ArrayPack, ArrayPackType, pack_item
 from llvm_backend_intrinsics.functions import address_call
 from llvm_backend_intrinsics.join import linear_join
 from llvm_backend_intrinsics.loops import LoopOutput, LoopSpec, node_loop_intrinsic
 from llvm_backend_intrinsics.naming import call_names, named, named_aggregate, naming_call, output_name, unpack_named
 from llvm_backend_intrinsics.reduction import _emit_fold_lanes, _emit_runs, combine_rule, full_reduce
+from llvm_backend_intrinsics.scalarpack import ScalarPack, ScalarPackType, scalar_item, scalar_pack_of
 
 _I64 = ir.IntType(64)
 
@@ -161,6 +163,39 @@ def test_named_aggregate_names_the_chain_of_insertvalues():
     assert both.name == "pair" and first.name == "pair.0"
     assert named_aggregate(function.args[0], "other") is function.args[0]
     llvm.parse_assembly(str(module)).verify()
+
+
+def test_an_array_pack_names_its_unboxing():
+    pack_type = ArrayPackType.of(np.float64, 1, 2)
+
+    @njit
+    def first(pack):
+        return pack_item(pack, 0)
+
+    text = _unoptimized_ir(first, pack_type)
+    arrays = [np.arange(2.0), np.ones(3)]
+    np.testing.assert_array_equal(first(ArrayPack(pack_type, np.dtype(np.float64), arrays)), arrays[0])
+    _assert_defines(text, "arrays", "got_all", "size", "item", "item.nd", "item.descr", "item.ok", "slot")
+    _assert_defines(text, "adapt_failed", "unboxed.next", "released", "item.ptr", "is_error")
+
+
+def test_a_scalar_pack_names_its_unboxing_and_its_table():
+    @njit
+    def second(pack):
+        return scalar_item(pack, 1)
+
+    @njit
+    def packed(a, b):
+        return scalar_item(scalar_pack_of("float64", (a, b)), 0)
+
+    pack_type = ScalarPackType.of("float64", 2)
+    text = _unoptimized_ir(second, pack_type)
+    assert second(ScalarPack.of_values(pack_type, [1.5, 2.5])) == 2.5
+    _assert_defines(text, "parts", "cells", "cells.size", "cell", "item", "item.exact_0d", "number", "value.ptr")
+    _assert_defines(text, "item.value", "raised.load", "failed.load", "is_error")
+    text = _unoptimized_ir(packed, types.int64, types.float64)
+    assert packed(3, 0.5) == 3.0
+    _assert_defines(text, "value0", "value0.cast", "scalars.item1.ptr")
 
 
 def test_a_call_through_an_address_names_its_status_and_value():

@@ -8,12 +8,14 @@ from numba.core import types
 
 from llvm_backend.tools.measure import compile_recording_ir
 from llvm_backend_intrinsics.argpack import ArrayPack, ArrayPackType, pack_item
+from llvm_backend_intrinsics.bounds import IndexCheck, check_indices
 from llvm_backend_intrinsics.functions import address_call
 from llvm_backend_intrinsics.join import linear_join
 from llvm_backend_intrinsics.loops import LoopOutput, LoopSpec, node_loop_intrinsic
 from llvm_backend_intrinsics.naming import call_names, named, named_aggregate, naming_call, output_name, unpack_named
 from llvm_backend_intrinsics.reduction import _emit_fold_lanes, _emit_runs, combine_rule, full_reduce
 from llvm_backend_intrinsics.scalarpack import ScalarPack, ScalarPackType, scalar_item, scalar_pack_of
+from llvm_backend_intrinsics.views import basic_index, dimshuffle_view, unbox_scalar
 
 _I64 = ir.IntType(64)
 
@@ -217,3 +219,50 @@ def test_a_call_through_an_address_names_its_status_and_value():
     _assert_defines(text, "address", "callee", "in0", "doubled.code", "doubled.excinfo", "doubled.is_error")
     _assert_defines(text, "doubled.is_normal", "doubled.value", "in_try", "try_depth", "not_in_try")
     _assert_defines(text, "llvm_call.code", "llvm_call.is_error", "llvm_call.excinfo", "llvm_call.returned")
+
+
+def test_bounds_checks_name_positions_and_shapes():
+    index_check = check_indices((IndexCheck(0, 0, False), IndexCheck(1, 1, True)))
+
+    @njit
+    def run(x, i, mask):
+        index_check(x, i, mask)
+        return 0
+
+    arguments = (types.float64[:, ::1], types.int64[::1], types.boolean[::1])
+    text = _unoptimized_ir(run, *arguments)
+    assert run(np.zeros((2, 3)), np.array([1, -2]), np.ones(3, dtype=bool)) == 0
+    _assert_defines(text, "index0", "x.shape0", "mask.shape0", "mask.shape0.differs", "index.shape0")
+    _assert_defines(text, "index.stride0", "index.data", "position", "lowest", "below", "above", "outside")
+    _assert_defines(text, "message")
+
+
+def test_views_name_their_indices_and_views_after_the_call():
+    """Outside a graph's call (`naming_call`), a view's argument and output are ``in<k>`` and ``out0``."""
+    below = basic_index(((None, 0, None),), box=False)
+    boxed = basic_index((0,), box=True)
+    squeeze = dimshuffle_view((), (0,), frozenset({0}))
+
+    @njit
+    def run(x, stop, i):
+        return below(x, stop), boxed(x, i), unbox_scalar(squeeze(x[:1]))
+
+    text = _unoptimized_ir(run, types.float64[::1], types.int64, types.int64)
+    head, item, first = run(np.arange(3.0), 2, 1)
+    np.testing.assert_array_equal(head, [0.0, 1.0])
+    assert item == 1.0 and first == 0.0
+    _assert_defines(text, "in1", "in0.struct", "slice0", "out0.data", "out0.shape0", "out0.stride0", "out0")
+    _assert_defines(text, "out0.ptr", "out0.item", "in0.shape0.not_one", "in0.data")
+
+
+def test_a_view_in_a_graphs_call_is_named_after_its_variables():
+    squeeze = dimshuffle_view((), (0,), frozenset({0}))
+
+    @njit
+    def run(x):
+        return squeeze(x)
+
+    with naming_call(["mu"], ["mu_scalar"]):
+        text = _unoptimized_ir(run, types.float64[::1])
+    assert run(np.ones(1))[()] == 1.0
+    _assert_defines(text, "mu.struct", "mu.shape0", "mu.shape0.not_one", "mu.data", "mu_scalar.struct", "mu_scalar")

@@ -15,6 +15,8 @@ from llvm_backend_intrinsics.loops import LoopOutput, LoopSpec, node_loop_intrin
 from llvm_backend_intrinsics.naming import call_names, named, named_aggregate, naming_call, output_name, unpack_named
 from llvm_backend_intrinsics.reduction import _emit_fold_lanes, _emit_runs, combine_rule, full_reduce
 from llvm_backend_intrinsics.scalarpack import ScalarPack, ScalarPackType, scalar_item, scalar_pack_of
+from llvm_backend_intrinsics.select import select
+from llvm_backend_intrinsics.tuples import flatten_tuple
 from llvm_backend_intrinsics.views import basic_index, dimshuffle_view, unbox_scalar
 
 _I64 = ir.IntType(64)
@@ -266,3 +268,23 @@ def test_a_view_in_a_graphs_call_is_named_after_its_variables():
         text = _unoptimized_ir(run, types.float64[::1])
     assert run(np.ones(1))[()] == 1.0
     _assert_defines(text, "mu.struct", "mu.shape0", "mu.shape0.not_one", "mu.data", "mu_scalar.struct", "mu_scalar")
+
+
+def test_a_select_names_its_condition_operands_and_result():
+    @njit
+    def run(c, x, y):
+        return select(c, x, y)
+
+    text = _unoptimized_ir(run, types.int64, types.int64, types.float64)
+    assert run(0, 1, 2.5) == 2.5 and run(3, 1, 2.5) == 1.0
+    _assert_defines(text, "truth", "x.cast", "selected")
+
+
+def test_a_flattened_tuple_names_groups_items_and_the_tuple():
+    @njit
+    def run(a, b, c):
+        return flatten_tuple(((a, b), (c,)))
+
+    text = _unoptimized_ir(run, types.float64, types.float64, types.float64)
+    assert run(1.0, 2.0, 3.0) == (1.0, 2.0, 3.0)
+    _assert_defines(text, "g0", "x0", "x1", "g1", "x2", "t.0", "t.1", "t")

@@ -6,13 +6,14 @@ from llvmlite import ir
 from numba import njit
 from numba.core import types
 
-from llvm_backend.tools.measure import compile_recording_ir
+from llvm_backend.tools.measure import compile_recording_ir, recording_ir_modules
 from llvm_backend_intrinsics.argpack import ArrayPack, ArrayPackType, pack_item
 from llvm_backend_intrinsics.bounds import IndexCheck, check_indices
 from llvm_backend_intrinsics.functions import address_call
 from llvm_backend_intrinsics.join import linear_join
 from llvm_backend_intrinsics.loops import LoopOutput, LoopSpec, node_loop_intrinsic
 from llvm_backend_intrinsics.naming import call_names, named, named_aggregate, naming_call, output_name, unpack_named
+from llvm_backend_intrinsics.nutpie import SharedSlot, logp_entry
 from llvm_backend_intrinsics.reduction import _emit_fold_lanes, _emit_runs, combine_rule, full_reduce
 from llvm_backend_intrinsics.scalarpack import ScalarPack, ScalarPackType, scalar_item, scalar_pack_of
 from llvm_backend_intrinsics.select import select
@@ -288,3 +289,21 @@ def test_a_flattened_tuple_names_groups_items_and_the_tuple():
     text = _unoptimized_ir(run, types.float64, types.float64, types.float64)
     assert run(1.0, 2.0, 3.0) == (1.0, 2.0, 3.0)
     _assert_defines(text, "g0", "x0", "x1", "g1", "x2", "t.0", "t.1", "t")
+
+
+@njit
+def _logp_and_grad(x, weights):
+    return np.asarray((weights * x).sum()), weights * x
+
+
+def test_a_nutpie_entry_names_its_arrays_call_and_copies():
+    weights = np.arange(3.0)
+    slot = SharedSlot(0, 8, 1, weights.dtype)
+    signature = (types.float64[::1], slot.numba_type)
+    _logp_and_grad.compile(signature)
+    with recording_ir_modules() as modules:
+        logp_entry(_logp_and_grad.overloads[signature], 3, [slot])
+    [text] = [str(m) for m in modules if "nutpie_logp" in str(m)]
+    _assert_defines(text, "wrong_dim", "x.array", "x.array.shape", "shared0.address", "shared0.shape0")
+    _assert_defines(text, "shared0", "graph.code", "graph.is_error", "graph.returned", "logp", "logp.item", "grad")
+    _assert_defines(text, "grad.stride0", "element", "element.finite", "finite.next", "logp.item.finite")

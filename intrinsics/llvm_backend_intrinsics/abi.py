@@ -24,6 +24,8 @@ from llvmlite import ir
 from numba.core import cgutils
 from numba.core.callconv import excinfo_t
 
+from llvm_backend_intrinsics.naming import named, named_status, output_name
+
 __all__ = [
     "ARRAYS_READ",
     "ARRAY_DATA_OFFSET",
@@ -117,22 +119,26 @@ cells through ``PyList_Size`` and ``PyList_GetItem``."""
 # ---------------------------------------------------------------- struct reads and C calls
 
 
-def load_field(builder, obj, offset: int, ty: ir.Type) -> ir.Value:
-    """The field of LLVM type ``ty`` at byte ``offset`` of the struct ``obj`` points to."""
-    raw = builder.bitcast(obj, ir.IntType(8).as_pointer())
-    return builder.load(builder.bitcast(builder.gep(raw, [ir.Constant(ir.IntType(64), offset)]), ty.as_pointer()))
+def load_field(builder, obj, offset: int, ty: ir.Type, name: str = "field") -> ir.Value:
+    """The field of LLVM type ``ty`` at byte ``offset`` of the struct ``obj`` points to, named ``name`` (its address
+    ``<name>.ptr``)."""
+    raw = builder.bitcast(obj, ir.IntType(8).as_pointer(), name=f"{name}.base")
+    at = builder.gep(raw, [ir.Constant(ir.IntType(64), offset)], name=f"{name}.at")
+    return builder.load(builder.bitcast(at, ty.as_pointer(), name=f"{name}.ptr"), name=name)
 
 
-def has_type(builder, obj, type_object) -> ir.Value:
-    """An i1: is ``obj``'s ``ob_type`` exactly ``type_object`` (not a subclass)?"""
+def has_type(builder, obj, type_object, name: str = "exact_type") -> ir.Value:
+    """An i1 named ``name``: is ``obj``'s ``ob_type`` exactly ``type_object`` (not a subclass)?"""
     i8p = ir.IntType(8).as_pointer()
-    return builder.icmp_unsigned("==", load_field(builder, obj, OB_TYPE_OFFSET, i8p), builder.bitcast(type_object, i8p))
+    ob_type = load_field(builder, obj, OB_TYPE_OFFSET, i8p, "ob_type")
+    return builder.icmp_unsigned("==", ob_type, builder.bitcast(type_object, i8p, name="type_object"), name=name)
 
 
-def call_c_function(builder, pyapi, name: str, restype: ir.Type, args) -> ir.Value:
-    """``name(*args)`` of the C API, declared as returning ``restype`` and taking the types of ``args``."""
+def call_c_function(builder, pyapi, name: str, restype: ir.Type, args, result: str | None = None) -> ir.Value:
+    """``name(*args)`` of the C API, declared as returning ``restype`` and taking the types of ``args``; its value
+    is named ``result`` (by default ``name``)."""
     fn = pyapi._get_function(ir.FunctionType(restype, [a.type for a in args]), name=name)
-    return builder.call(fn, args)
+    return builder.call(fn, args, name=name if result is None else result)
 
 
 # ---------------------------------------------------------------- numba's calling convention
@@ -168,25 +174,40 @@ def call_numba(context, builder, callee, fndesc, arguments, returned, excinfo, m
     ``arguments``, with the slots ``returned`` (`return_slot`) and ``excinfo`` (`excinfo_slot`): ``(status,
     value)``, the value of ``fndesc.restype`` read from the slot once the status is not an error. An error
     status is propagated to the caller's caller, marked a raise (`raise_status`) or, with ``marked=False``,
-    unmarked as numba's ``return_status_propagate`` does."""
+    unmarked as numba's ``return_status_propagate`` does. The call's values are named after the callee
+    (``add.code``, ``add.is_error``), the value after the call's output
+    (`llvm_backend_intrinsics.naming.output_name`)."""
     call_conv = context.call_conv
+    label = _label(fndesc)
     flat = context.get_arg_packer(fndesc.argtypes).as_arguments(builder, arguments)
-    code = builder.call(callee, [returned, excinfo, *flat])
-    status = call_conv._get_return_status(builder, code, builder.load(excinfo))
+    code = builder.call(callee, [returned, excinfo, *flat], name=f"{label}.code")
+    loaded = builder.load(excinfo, name=f"{label}.excinfo")
+    status = named_status(call_conv._get_return_status(builder, code, loaded), label)
     with cgutils.if_unlikely(builder, status.is_error):
         if marked:
             raise_status(context, builder, status)
         else:
             call_conv.return_status_propagate(builder, status)
-    return status, context.get_returned_value(builder, fndesc.restype, builder.load(returned))
+    value = context.get_returned_value(builder, fndesc.restype, builder.load(returned))
+    return status, named(value, output_name(f"{label}.value"))
+
+
+def _label(fndesc) -> str:
+    """What the values of a call of ``fndesc``'s function are named after: the function's own name (the last part
+    of its qualified name), or ``call``."""
+    return str(getattr(fndesc, "qualname", "call")).rsplit(".", 1)[-1] or "call"
 
 
 def raise_status(context, builder, status):
     """numba's ``return_status_propagate``, its store of the exception info marked as numba marks a raise
     (`RAISE_MARK`)."""
     call_conv = context.call_conv
-    in_try = call_conv.check_try_status(builder).in_try
+    try_status = call_conv.check_try_status(builder)
+    in_try = named(try_status.in_try, "in_try")
+    if isinstance(in_try, ir.Instruction):
+        named(in_try.operands[0], "try_depth")
+    named(try_status.excinfo, "excinfo.current")
     store = builder.store(status.excinfoptr, call_conv._get_excinfo_argument(builder.function))
     store.set_metadata(RAISE_MARK, builder.module.add_metadata([ir.IntType(1)(1)]))
-    with builder.if_then(builder.not_(in_try)):
+    with builder.if_then(builder.not_(in_try, name="not_in_try")):
         builder.ret(status.code)

@@ -54,7 +54,7 @@ from llvm_backend_intrinsics.abi import (
     has_type,
     load_field,
 )
-from llvm_backend_intrinsics.naming import alloca_once_value
+from llvm_backend_intrinsics.naming import alloca_once_value, named, unpack_named
 
 __all__ = [
     "ArrayPack",
@@ -113,34 +113,41 @@ class ArrayPack:
 def _is_item(builder, pyapi, item, ndarray, dtype, ndim):
     """An i1: is ``item`` an ndarray of ``ndim`` dimensions whose dtype equals ``dtype``?"""
     ok = alloca_once_value(builder, cgutils.false_bit, "is_item")
-    with builder.if_else(has_type(builder, item, ndarray), likely=True) as (is_exact, maybe_subclass):
+    exact = has_type(builder, item, ndarray, "item.exact_type")
+    with builder.if_else(exact, likely=True) as (is_exact, maybe_subclass):
         with is_exact:
             builder.store(cgutils.true_bit, ok)
         with maybe_subclass:
-            isinstance_ = call_c_function(builder, pyapi, "PyObject_IsInstance", ir.IntType(32), [item, ndarray])
-            builder.store(builder.icmp_signed("==", isinstance_, ir.Constant(ir.IntType(32), 1)), ok)
-    with builder.if_then(builder.load(ok), likely=True):
-        nd = load_field(builder, item, ARRAY_ND_OFFSET, ir.IntType(32))
-        builder.store(builder.icmp_signed("==", nd, ir.Constant(ir.IntType(32), ndim)), ok)
-    with builder.if_then(builder.load(ok), likely=True):
-        descr = load_field(builder, item, ARRAY_DESCR_OFFSET, pyapi.pyobj)
-        same = builder.icmp_unsigned("==", descr, dtype)
-        with builder.if_then(builder.not_(same), likely=False):
+            isinstance_ = call_c_function(
+                builder, pyapi, "PyObject_IsInstance", ir.IntType(32), [item, ndarray], "item.isinstance"
+            )
+            builder.store(
+                builder.icmp_signed("==", isinstance_, ir.Constant(ir.IntType(32), 1), name="item.is_subclass"), ok
+            )
+    with builder.if_then(builder.load(ok, name="item.is_ndarray"), likely=True):
+        nd = load_field(builder, item, ARRAY_ND_OFFSET, ir.IntType(32), "item.nd")
+        builder.store(builder.icmp_signed("==", nd, ir.Constant(ir.IntType(32), ndim), name="item.nd_matches"), ok)
+    with builder.if_then(builder.load(ok, name="item.nd_ok"), likely=True):
+        descr = load_field(builder, item, ARRAY_DESCR_OFFSET, pyapi.pyobj, "item.descr")
+        same = builder.icmp_unsigned("==", descr, dtype, name="item.same_dtype")
+        with builder.if_then(builder.not_(same, name="item.other_dtype"), likely=False):
             equal = call_c_function(
                 builder,
                 pyapi,
                 "PyObject_RichCompareBool",
                 ir.IntType(32),
                 [descr, dtype, ir.Constant(ir.IntType(32), PY_EQ)],
+                "item.dtype_equality",
             )
-            builder.store(builder.icmp_signed("==", equal, ir.Constant(ir.IntType(32), 1)), ok)
-    return builder.load(ok)
+            builder.store(builder.icmp_signed("==", equal, ir.Constant(ir.IntType(32), 1), name="item.equal_dtype"), ok)
+    return builder.load(ok, name="item.ok")
 
 
 def _release(context, builder, typ, table, count):
     """Drop the references of the first ``count`` array structs in ``table``."""
     with cgutils.for_range(builder, count) as loop:
-        context.nrt.decref(builder, typ.array_type, builder.load(builder.gep(table, [loop.index])))
+        released = builder.load(builder.gep(table, [loop.index], name="released.ptr"), name="released")
+        context.nrt.decref(builder, typ.array_type, released)
 
 
 @unbox(ArrayPackType)
@@ -151,49 +158,64 @@ def unbox_array_pack(typ, obj, c):
     table = cgutils.alloca_once(builder, context.get_value_type(typ.array_type), size=typ.count, name="pack")
     failed = alloca_once_value(builder, cgutils.true_bit, "failed")
     unboxed = alloca_once_value(builder, ir.Constant(intp, 0), "unboxed")
-    arrays = pyapi.object_getattr_string(obj, "arrays")
-    dtype = pyapi.object_getattr_string(obj, "dtype")
-    ndarray = pyapi.object_getattr_string(obj, "ndarray")
-    got_all = builder.and_(cgutils.is_not_null(builder, arrays), cgutils.is_not_null(builder, dtype))
-    got_all = builder.and_(got_all, cgutils.is_not_null(builder, ndarray))
+    arrays, dtype, ndarray = (
+        named(pyapi.object_getattr_string(obj, attribute), attribute) for attribute in ("arrays", "dtype", "ndarray")
+    )
+    got = [
+        named(cgutils.is_not_null(builder, part), f"got_{label}")
+        for part, label in ((arrays, "arrays"), (dtype, "dtype"))
+    ]
+    got_all = builder.and_(*got, name="got_all")
+    got_all = builder.and_(got_all, named(cgutils.is_not_null(builder, ndarray), "got_ndarray"), name="got_all")
     with builder.if_then(got_all, likely=True):
-        size = pyapi.list_size(arrays)
-        with builder.if_else(builder.icmp_signed("==", size, count), likely=True) as (right_size, wrong_size):
+        size = named(pyapi.list_size(arrays), "size")
+        right = builder.icmp_signed("==", size, count, name="right_size")
+        with builder.if_else(right, likely=True) as (right_size, wrong_size):
             with wrong_size:
-                with builder.if_then(cgutils.is_null(builder, pyapi.err_occurred()), likely=True):
+                no_error = named(cgutils.is_null(builder, named(pyapi.err_occurred(), "error")), "no_error")
+                with builder.if_then(no_error, likely=True):
                     pyapi.err_format("PyExc_TypeError", f"an array pack of {typ.count} arrays was given %zd", size)
             with right_size:
                 builder.store(cgutils.false_bit, failed)
                 with cgutils.for_range(builder, count) as loop:
-                    item = pyapi.list_getitem(arrays, loop.index)
-                    with builder.if_then(
-                        builder.not_(_is_item(builder, pyapi, item, ndarray, dtype, typ.array_type.ndim)), likely=False
-                    ):
-                        pyapi.err_format(
-                            "PyExc_TypeError",
-                            f"array pack item %zd is not a {typ.array_type.ndim}-d array of dtype %S: %R",
-                            loop.index,
-                            dtype,
-                            item,
-                        )
-                        builder.store(cgutils.true_bit, failed)
-                        loop.do_break()
-                    slot = builder.gep(table, [loop.index])
-                    status = pyapi.nrt_adapt_ndarray_from_python(item, builder.bitcast(slot, pyapi.voidptr))
-                    with builder.if_then(cgutils.is_not_null(builder, status), likely=False):
-                        pyapi.err_set_string("PyExc_MemoryError", "could not unbox an array pack item")
-                        builder.store(cgutils.true_bit, failed)
-                        loop.do_break()
-                    builder.store(builder.add(loop.index, ir.Constant(intp, 1)), unboxed)
+                    _unbox_item(builder, pyapi, typ, (table, failed, unboxed), (arrays, dtype, ndarray), loop)
     for ref in (arrays, dtype, ndarray):
         pyapi.decref(ref)
-    with builder.if_then(builder.load(failed), likely=False):
-        _release(context, builder, typ, table, builder.load(unboxed))
+    with builder.if_then(builder.load(failed, name="failed.load"), likely=False):
+        _release(context, builder, typ, table, builder.load(unboxed, name="unboxed.load"))
 
     def cleanup():
         _release(context, builder, typ, table, count)
 
-    return NativeValue(table, is_error=builder.load(failed), cleanup=cleanup)
+    return NativeValue(table, is_error=builder.load(failed, name="is_error"), cleanup=cleanup)
+
+
+def _unbox_item(builder, pyapi, typ, frame, parts, loop):
+    """Check item ``i`` (the loop's index) of the pack's list and adapt it into ``table[i]``, or set ``failed``
+    and leave the loop (``frame`` is ``(table, failed, unboxed)``, the wrapper's allocas, ``parts`` the pack's
+    ``(arrays, dtype, ndarray)``)."""
+    table, failed, unboxed = frame
+    arrays, dtype, ndarray = parts
+    item = named(pyapi.list_getitem(arrays, loop.index), "item")
+    not_item = builder.not_(_is_item(builder, pyapi, item, ndarray, dtype, typ.array_type.ndim), name="not_item")
+    with builder.if_then(not_item, likely=False):
+        pyapi.err_format(
+            "PyExc_TypeError",
+            f"array pack item %zd is not a {typ.array_type.ndim}-d array of dtype %S: %R",
+            loop.index,
+            dtype,
+            item,
+        )
+        builder.store(cgutils.true_bit, failed)
+        loop.do_break()
+    slot = builder.gep(table, [loop.index], name="slot")
+    adapted = pyapi.nrt_adapt_ndarray_from_python(item, builder.bitcast(slot, pyapi.voidptr, name="slot.bytes"))
+    adapt_failed = named(cgutils.is_not_null(builder, named(adapted, "adapt_status")), "adapt_failed")
+    with builder.if_then(adapt_failed, likely=False):
+        pyapi.err_set_string("PyExc_MemoryError", "could not unbox an array pack item")
+        builder.store(cgutils.true_bit, failed)
+        loop.do_break()
+    builder.store(builder.add(loop.index, ir.Constant(loop.index.type, 1), name="unboxed.next"), unboxed)
 
 
 def table_item(builder, table, index: int | ir.Value, name: str = "item"):
@@ -262,7 +284,8 @@ def pack_of(typingctx, arrays):
     pack = ArrayPackType(items[0].dtype, items[0].ndim, len(items))
 
     def codegen(context, builder, signature, args):
-        return table_of(context, builder, pack, zip(cgutils.unpack_tuple(builder, args[0]), items, strict=True))
+        arrays = unpack_named(builder, args[0], len(items), "array")
+        return table_of(context, builder, pack, zip(arrays, items, strict=True))
 
     return pack(arrays), codegen
 
@@ -297,16 +320,17 @@ def box_into_list(context, builder, data, array_type: types.Array, count: int) -
     env_manager = context.get_env_manager(builder)
     model = context.data_model_manager[array_type]
     n = ir.Constant(pyapi.py_ssize_t, count)
-    listed = pyapi.list_new(n)
-    with builder.if_else(cgutils.is_null(builder, listed), likely=False) as (failed, made):
+    listed = named(pyapi.list_new(n), "list")
+    with builder.if_else(named(cgutils.is_null(builder, listed), "no_list"), likely=False) as (failed, made):
         with failed:
             with cgutils.for_range(builder, n) as loop:
-                item = model.load_from_data_pointer(builder, builder.gep(data, [loop.index]))
-                context.nrt.decref(builder, array_type, item)
+                item = model.load_from_data_pointer(builder, builder.gep(data, [loop.index], name="item.ptr"))
+                context.nrt.decref(builder, array_type, named(item, "item"))
         with made:
             with cgutils.for_range(builder, n) as loop:
-                item = model.load_from_data_pointer(builder, builder.gep(data, [loop.index]))
-                pyapi.list_setitem(listed, loop.index, pyapi.from_native_value(array_type, item, env_manager))
-    with cgutils.if_unlikely(builder, cgutils.is_null(builder, listed)):
+                item = model.load_from_data_pointer(builder, builder.gep(data, [loop.index], name="item.ptr"))
+                boxed = pyapi.from_native_value(array_type, named(item, "item"), env_manager)
+                pyapi.list_setitem(listed, loop.index, named(boxed, "boxed"))
+    with cgutils.if_unlikely(builder, named(cgutils.is_null(builder, listed), "no_list")):
         context.call_conv.return_exc(builder)
     return listed

@@ -29,6 +29,8 @@ from numba.core import cgutils, errors, types
 from numba.extending import box, intrinsic, models, register_model
 from numba.np.arrayobj import load_item
 
+from llvm_backend_intrinsics.naming import named, named_aggregate, unpack_named
+
 __all__ = ["IndexCheck", "check_indices", "mask_mismatch_message", "out_of_bounds_message"]
 
 _INTP = cgutils.intp_t
@@ -74,9 +76,12 @@ class _MessageModel(models.StructModel):
 
 @box(_MessageType)
 def _box_message(typ, val, c):
-    fields = [c.box(field, c.builder.extract_value(val, k)) for k, field in enumerate(typ.fields)]
-    formatter = c.pyapi.unserialize(c.pyapi.serialize_object(typ.formatter))
-    message = c.pyapi.call_function_objargs(formatter, fields)
+    fields = [
+        named(c.box(field, c.builder.extract_value(val, k, name=f"field{k}")), f"field{k}.boxed")
+        for k, field in enumerate(typ.fields)
+    ]
+    formatter = named(c.pyapi.unserialize(c.pyapi.serialize_object(typ.formatter)), "formatter")
+    message = named(c.pyapi.call_function_objargs(formatter, fields), "message")
     for obj in (formatter, *fields):
         c.pyapi.decref(obj)
     return message
@@ -109,26 +114,30 @@ def _check_types(checks: tuple, x, arguments) -> None:
 
 
 def _emit_raise(context, builder, message_type: _MessageType, values) -> None:
-    """Return an IndexError whose message ``message_type`` formats of ``values``."""
-    message = cgutils.make_anonymous_struct(builder, values)
+    """Return an IndexError whose message ``message_type`` formats of ``values`` (the struct of them named
+    ``message``)."""
+    message = named_aggregate(cgutils.make_anonymous_struct(builder, values), "message")
     context.call_conv.return_dynamic_user_exc(builder, IndexError, (message,), (message_type,))
 
 
 def _emit_mask_check(context, builder, x_shapes, mask_type, mask, axis: int) -> None:
     """IndexError unless the shape of boolean array ``mask`` is ``x``'s from ``axis`` on."""
     array = context.make_array(mask_type)(context, builder, mask)
-    for d, mask_size in enumerate(cgutils.unpack_tuple(builder, array.shape, mask_type.ndim)):
+    named(array._getpointer(), "mask.struct")
+    mask_shapes = unpack_named(builder, named(array.shape, "mask.shape"), mask_type.ndim, "mask.shape")
+    for d, mask_size in enumerate(mask_shapes):
         size = x_shapes[axis + d]
-        with builder.if_then(builder.icmp_signed("!=", mask_size, size), likely=False):
+        with builder.if_then(builder.icmp_signed("!=", mask_size, size, name=f"mask.shape{d}.differs"), likely=False):
             _emit_raise(context, builder, _MASK_MISMATCH, (_INTP(axis + d), size, mask_size))
 
 
 def _emit_position_check(context, builder, dtype, position, size, axis: int) -> None:
     """IndexError unless ``-size <= position < size``, ``position`` read as an intp as numpy reads it (a uint64
     past intp's range wraps to a negative)."""
-    position = context.cast(builder, position, dtype, types.intp)
-    below = builder.icmp_signed("<", position, builder.neg(size))
-    with builder.if_then(builder.or_(below, builder.icmp_signed(">=", position, size)), likely=False):
+    position = named(context.cast(builder, position, dtype, types.intp), "position.intp")
+    below = builder.icmp_signed("<", position, builder.neg(size, name="lowest"), name="below")
+    above = builder.icmp_signed(">=", position, size, name="above")
+    with builder.if_then(builder.or_(below, above, name="outside"), likely=False):
         _emit_raise(context, builder, _OUT_OF_BOUNDS, (position, _INTP(axis), size))
 
 
@@ -138,13 +147,14 @@ def _emit_index_check(context, builder, index_type, index, size, axis: int) -> N
         _emit_position_check(context, builder, index_type, index, size, axis)
         return
     array = context.make_array(index_type)(context, builder, index)
-    shapes = cgutils.unpack_tuple(builder, array.shape, index_type.ndim)
-    strides = cgutils.unpack_tuple(builder, array.strides, index_type.ndim)
+    named(array._getpointer(), "index.struct")
+    shapes = unpack_named(builder, named(array.shape, "index.shape"), index_type.ndim, "index.shape")
+    strides = unpack_named(builder, named(array.strides, "index.strides"), index_type.ndim, "index.stride")
     with cgutils.loop_nest(builder, shapes, _INTP) as at:
         pointer = cgutils.get_item_pointer2(
-            context, builder, array.data, shapes, strides, index_type.layout, at, wraparound=False
+            context, builder, named(array.data, "index.data"), shapes, strides, index_type.layout, at, wraparound=False
         )
-        position = load_item(context, builder, index_type, pointer)
+        position = named(load_item(context, builder, index_type, named(pointer, "position.ptr")), "position")
         _emit_position_check(context, builder, index_type.dtype, position, size, axis)
 
 
@@ -164,8 +174,10 @@ def check_indices(checks: tuple):
 
         def codegen(context, builder, signature, args):
             source, packed = args
-            values = cgutils.unpack_tuple(builder, packed, len(indices))
-            x_shapes = cgutils.unpack_tuple(builder, context.make_array(x)(context, builder, source).shape, x.ndim)
+            values = unpack_named(builder, packed, len(indices), "index")
+            array = context.make_array(x)(context, builder, source)
+            named(array._getpointer(), "x.struct")
+            x_shapes = unpack_named(builder, named(array.shape, "x.shape"), x.ndim, "x.shape")
             for position, axis, mask in checks:
                 index_type, index = indices[position], values[position]
                 if mask:

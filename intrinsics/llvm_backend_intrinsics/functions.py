@@ -16,13 +16,16 @@ from numba.core import cgutils, errors, types
 from numba.extending import intrinsic
 
 from llvm_backend_intrinsics.abi import call_numba, excinfo_slot, function_type, raise_status, return_slot
+from llvm_backend_intrinsics.naming import named, named_status, output_name
 
 __all__ = ["address_call", "call_as_function", "chosen_address_call"]
 
 
 def call_as_function(context, builder, signature, args, emit_body, name: str):
     """Emit ``emit_body(builder, decoded arguments)`` (which returns a value of ``signature.return_type``) as a
-    function ``name`` of its own, internal to the module, and call it, propagating its exception status."""
+    function ``name`` of its own, internal to the module, and call it, propagating its exception status. The call's
+    values are named after the function (``llvm_loop.code``, ``llvm_loop.is_error``), its result after the call's
+    output (`llvm_backend_intrinsics.naming.output_name`)."""
     body_type = function_type(context, signature.return_type, signature.args)
     body = ir.Function(builder.module, body_type, builder.module.get_unique_name(name))
     body.linkage = "internal"
@@ -32,9 +35,11 @@ def call_as_function(context, builder, signature, args, emit_body, name: str):
     returned = context.get_return_value(body_builder, signature.return_type, emit_body(body_builder, decoded))
     context.call_conv.return_value(body_builder, returned)
     status, result = context.call_conv.call_function(builder, body, signature.return_type, signature.args, args)
+    named_status(status, body.name)
+    named(status.code.args[0], f"{body.name}.returned")
     with cgutils.if_unlikely(builder, status.is_error):
         raise_status(context, builder, status)
-    return result
+    return named(result, output_name(f"{body.name}.value"))
 
 
 def address_call(dispatcher):
@@ -73,12 +78,13 @@ def chosen_address_call(choose, label: str):
             fndesc = compiled.fndesc
             address = compiled.library.get_pointer_to_function(fndesc.llvm_func_name)
             pointer = builder.bitcast(
-                context.add_dynamic_addr(builder, address, info=fndesc.llvm_func_name),
+                named(context.add_dynamic_addr(builder, address, info=fndesc.llvm_func_name), "address"),
                 function_type(context, fndesc.restype, fndesc.argtypes).as_pointer(),
+                name="callee",
             )
             tupled = decoded[0]
             values = [
-                context.cast(builder, builder.extract_value(tupled, k), t, s)
+                named(context.cast(builder, builder.extract_value(tupled, k, name=f"in{k}"), t, s), f"in{k}.cast")
                 for k, (t, s) in enumerate(zip(arguments, target.args))
             ]
             returned, excinfo = return_slot(context, builder, fndesc.restype), excinfo_slot(builder)

@@ -51,7 +51,7 @@ from llvm_backend_intrinsics.abi import (
     load_field,
 )
 from llvm_backend_intrinsics.argpack import table_item
-from llvm_backend_intrinsics.naming import alloca_once_value
+from llvm_backend_intrinsics.naming import alloca_once_value, named, unpack_named
 
 __all__ = ["SCALAR_DTYPES", "ScalarPack", "ScalarPackType", "scalar_item", "scalar_pack_of"]
 
@@ -132,44 +132,47 @@ def _is_exact_0d(builder, item, ndarray, dtype):
     """An i1: is ``item`` an ndarray (not a subclass) of no dimension whose dtype object is ``dtype``?"""
     i8p = ir.IntType(8).as_pointer()
     ok = alloca_once_value(builder, cgutils.false_bit, "ok")
-    with builder.if_then(has_type(builder, item, ndarray), likely=True):
-        nd = load_field(builder, item, ARRAY_ND_OFFSET, ir.IntType(32))
-        builder.store(builder.icmp_signed("==", nd, ir.Constant(ir.IntType(32), 0)), ok)
-    with builder.if_then(builder.load(ok), likely=True):
-        descr = load_field(builder, item, ARRAY_DESCR_OFFSET, i8p)
-        builder.store(builder.icmp_unsigned("==", descr, builder.bitcast(dtype, i8p)), ok)
-    return builder.load(ok)
+    with builder.if_then(has_type(builder, item, ndarray, "item.exact_type"), likely=True):
+        nd = load_field(builder, item, ARRAY_ND_OFFSET, ir.IntType(32), "item.nd")
+        builder.store(builder.icmp_signed("==", nd, ir.Constant(ir.IntType(32), 0), name="item.is_0d"), ok)
+    with builder.if_then(builder.load(ok, name="item.is_0d_ndarray"), likely=True):
+        descr = load_field(builder, item, ARRAY_DESCR_OFFSET, i8p, "item.descr")
+        dtype_bytes = builder.bitcast(dtype, i8p, name="dtype.bytes")
+        builder.store(builder.icmp_unsigned("==", descr, dtype_bytes, name="item.same_dtype"), ok)
+    return builder.load(ok, name="item.exact_0d")
 
 
 def _convert(builder, pyapi, dtype, item, slot):
     """Store ``float(item)`` (or ``int(item)``, for int64) at ``slot``; an i1, whether that raised (its exception is
     left set, unchanged)."""
     if dtype == types.float64:
-        number, read = pyapi.number_float(item), pyapi.float_as_double
+        number, read = named(pyapi.number_float(item), "number"), pyapi.float_as_double
     else:
-        number, read = pyapi.number_long(item), pyapi.long_as_longlong
+        number, read = named(pyapi.number_long(item), "number"), pyapi.long_as_longlong
     raised = alloca_once_value(builder, cgutils.true_bit, "raised")
-    with builder.if_then(cgutils.is_not_null(builder, number), likely=True):
-        builder.store(read(number), slot)
+    with builder.if_then(named(cgutils.is_not_null(builder, number), "converted"), likely=True):
+        builder.store(named(read(number), "value"), slot)
         pyapi.decref(number)
-        builder.store(cgutils.is_not_null(builder, pyapi.err_occurred()), raised)
-    return builder.load(raised)
+        error = named(cgutils.is_not_null(builder, named(pyapi.err_occurred(), "error")), "read_raised")
+        builder.store(error, raised)
+    return builder.load(raised, name="raised.load")
 
 
 def _list_size(builder, pyapi, lst):
-    """``len(lst)`` of a list: its ``ob_size`` where `LISTS_READ`, else ``PyList_Size``."""
+    """``len(lst)`` of a list, named ``<lst's name>.size``: its ``ob_size`` where `LISTS_READ`, else
+    ``PyList_Size``."""
     if LISTS_READ:
-        return load_field(builder, lst, OB_SIZE_OFFSET, pyapi.py_ssize_t)
-    return pyapi.list_size(lst)
+        return load_field(builder, lst, OB_SIZE_OFFSET, pyapi.py_ssize_t, f"{lst.name}.size")
+    return named(pyapi.list_size(lst), f"{lst.name}.size")
 
 
-def _list_item(builder, pyapi, lst, index):
-    """Item ``index`` (in range) of a list, borrowed: a load from its ``ob_item`` where `LISTS_READ`, else
-    ``PyList_GetItem``."""
+def _list_item(builder, pyapi, lst, index, name: str):
+    """Item ``index`` (in range) of a list, borrowed, named ``name``: a load from its ``ob_item`` where
+    `LISTS_READ`, else ``PyList_GetItem``."""
     if LISTS_READ:
-        items = load_field(builder, lst, LIST_ITEMS_OFFSET, pyapi.pyobj.as_pointer())
-        return builder.load(builder.gep(items, [index]))
-    return pyapi.list_getitem(lst, index)
+        items = load_field(builder, lst, LIST_ITEMS_OFFSET, pyapi.pyobj.as_pointer(), f"{lst.name}.items")
+        return builder.load(builder.gep(items, [index], name=f"{name}.ptr"), name=name)
+    return named(pyapi.list_getitem(lst, index), name)
 
 
 @unbox(ScalarPackType)
@@ -180,17 +183,20 @@ def unbox_scalar_pack(typ, obj, c):
     count = ir.Constant(intp, typ.count)
     table = cgutils.alloca_once(builder, value_type, size=typ.count, name="scalars")
     failed = alloca_once_value(builder, cgutils.true_bit, "failed")
-    item_slot = cgutils.alloca_once(builder, pyapi.pyobj, name="item")
+    item_slot = cgutils.alloca_once(builder, pyapi.pyobj, name="item.slot")
     owned = cgutils.alloca_once(builder, cgutils.bool_t, name="owned")
-    parts = pyapi.object_getattr_string(obj, "parts")
-    with builder.if_then(cgutils.is_not_null(builder, parts), likely=True):
-        ndarray, dtype, list_type, cells = (pyapi.tuple_getitem(parts, k) for k in range(4))
-        got_all = cgutils.is_not_null(builder, cells)
-        for part in (ndarray, dtype, list_type):
-            got_all = builder.and_(got_all, cgutils.is_not_null(builder, part))
+    parts = named(pyapi.object_getattr_string(obj, "parts"), "parts")
+    with builder.if_then(named(cgutils.is_not_null(builder, parts), "got_parts"), likely=True):
+        labels = ("ndarray", "dtype", "list_type", "cells")
+        ndarray, dtype, list_type, cells = (named(pyapi.tuple_getitem(parts, k), labels[k]) for k in range(4))
+        got_all = named(cgutils.is_not_null(builder, cells), "got_cells")
+        for part, label in zip((ndarray, dtype, list_type), labels[:3], strict=True):
+            got_all = builder.and_(got_all, named(cgutils.is_not_null(builder, part), f"got_{label}"), name="got_all")
         with builder.if_then(got_all, likely=True):
-            size = builder.select(has_type(builder, cells, list_type), _list_size(builder, pyapi, cells), intp(-1))
-            with builder.if_else(builder.icmp_signed("==", size, count), likely=True) as (right_size, wrong_size):
+            is_list = has_type(builder, cells, list_type, "cells.is_list")
+            size = builder.select(is_list, _list_size(builder, pyapi, cells), intp(-1), name="size")
+            right = builder.icmp_signed("==", size, count, name="right_size")
+            with builder.if_else(right, likely=True) as (right_size, wrong_size):
                 with wrong_size:
                     pyapi.err_format("PyExc_TypeError", f"a scalar pack of {typ.count} cells was given %R", cells)
                 with right_size:
@@ -199,7 +205,7 @@ def unbox_scalar_pack(typ, obj, c):
                         frame = (table, failed, item_slot, owned)
                         _read_cell(builder, pyapi, typ, (ndarray, dtype, list_type, cells), loop, frame)
     pyapi.decref(parts)
-    return NativeValue(table, is_error=builder.load(failed))
+    return NativeValue(table, is_error=builder.load(failed, name="is_error"))
 
 
 def _read_cell(builder, pyapi, typ, parts, loop, frame):
@@ -209,43 +215,48 @@ def _read_cell(builder, pyapi, typ, parts, loop, frame):
     ndarray, dtype, list_type, cells = parts
     table, failed, item_slot, owned = frame
     k = loop.index
-    with builder.if_then(builder.icmp_signed(">=", k, _list_size(builder, pyapi, cells)), likely=False):
+    changed = builder.icmp_signed(">=", k, _list_size(builder, pyapi, cells), name="cells.changed")
+    with builder.if_then(changed, likely=False):
         pyapi.err_set_string("PyExc_TypeError", "the scalar pack's cells changed while it was read")
         builder.store(cgutils.true_bit, failed)
         loop.do_break()
-    cell = _list_item(builder, pyapi, cells, k)
+    cell = _list_item(builder, pyapi, cells, k, "cell")
     direct = alloca_once_value(builder, cgutils.false_bit, "direct")
     if LISTS_READ:
-        with builder.if_then(has_type(builder, cell, list_type), likely=True):
+        with builder.if_then(has_type(builder, cell, list_type, "cell.is_list"), likely=True):
             one = ir.Constant(pyapi.py_ssize_t, 1)
-            builder.store(builder.icmp_signed(">=", _list_size(builder, pyapi, cell), one), direct)
-    with builder.if_else(builder.load(direct), likely=True) as (borrowed, fetched):
+            builder.store(builder.icmp_signed(">=", _list_size(builder, pyapi, cell), one, name="cell.filled"), direct)
+    with builder.if_else(builder.load(direct, name="direct.load"), likely=True) as (borrowed, fetched):
         with borrowed:
-            builder.store(_list_item(builder, pyapi, cell, ir.Constant(pyapi.py_ssize_t, 0)), item_slot)
+            builder.store(
+                _list_item(builder, pyapi, cell, ir.Constant(pyapi.py_ssize_t, 0), "item.borrowed"), item_slot
+            )
             builder.store(cgutils.false_bit, owned)
         with fetched:
             index = ir.Constant(pyapi.py_ssize_t, 0)
-            builder.store(call_c_function(builder, pyapi, "PySequence_GetItem", pyapi.pyobj, [cell, index]), item_slot)
+            fetched_item = call_c_function(builder, pyapi, "PySequence_GetItem", pyapi.pyobj, [cell, index], "item.new")
+            builder.store(fetched_item, item_slot)
             builder.store(cgutils.true_bit, owned)
-    item = builder.load(item_slot)
-    with builder.if_then(cgutils.is_null(builder, item), likely=False):
+    item = builder.load(item_slot, name="item")
+    with builder.if_then(named(cgutils.is_null(builder, item), "no_item"), likely=False):
         builder.store(cgutils.true_bit, failed)
         loop.do_break()
-    slot = builder.gep(table, [k])
+    slot = builder.gep(table, [k], name="value.ptr")
     fast = _is_exact_0d(builder, item, ndarray, dtype) if ARRAYS_READ else cgutils.false_bit
     with builder.if_else(fast, likely=True) as (read, convert):
         with read:
-            data = builder.bitcast(load_field(builder, item, ARRAY_DATA_OFFSET, pyapi.voidptr), slot.type)
-            builder.store(builder.load(data, align=1), slot)
-            with builder.if_then(builder.load(owned), likely=False):
+            data = load_field(builder, item, ARRAY_DATA_OFFSET, pyapi.voidptr, "item.data")
+            data = builder.bitcast(data, slot.type, name="item.value.ptr")
+            builder.store(builder.load(data, align=1, name="item.value"), slot)
+            with builder.if_then(builder.load(owned, name="owned.load"), likely=False):
                 pyapi.decref(item)
         with convert:
             # the conversion may run Python code, which could drop a borrowed item
-            with builder.if_then(builder.not_(builder.load(owned))):
+            with builder.if_then(builder.not_(builder.load(owned, name="owned.load"), name="borrowed")):
                 pyapi.incref(item)
             builder.store(_convert(builder, pyapi, typ.dtype, item, slot), failed)
             pyapi.decref(item)
-    with builder.if_then(builder.load(failed), likely=False):
+    with builder.if_then(builder.load(failed, name="failed.load"), likely=False):
         loop.do_break()
 
 
@@ -274,9 +285,9 @@ def scalar_pack_of(typingctx, dtype, values):
 
     def codegen(context, builder, signature, args):
         table = cgutils.alloca_once(builder, context.get_value_type(pack_dtype), size=len(items), name="scalars")
-        for k, (value, item) in enumerate(zip(cgutils.unpack_tuple(builder, args[1]), items, strict=True)):
-            cast = context.cast(builder, value, item, pack_dtype)
-            builder.store(cast, builder.gep(table, [ir.Constant(ir.IntType(64), k)]))
+        for k, (value, item) in enumerate(zip(unpack_named(builder, args[1], len(items), "value"), items, strict=True)):
+            cast = named(context.cast(builder, value, item, pack_dtype), f"value{k}.cast")
+            builder.store(cast, builder.gep(table, [ir.Constant(ir.IntType(64), k)], name=f"scalars.item{k}.ptr"))
         return table
 
     return pack(dtype, values), codegen

@@ -15,6 +15,8 @@ scalars, are a TypingError.
 from numba.core import errors, types
 from numba.extending import intrinsic
 
+from llvm_backend_intrinsics.naming import named
+
 __all__ = ["select"]
 
 _SCALARS = (types.Boolean, types.Integer, types.Float, types.Complex)
@@ -22,7 +24,8 @@ _SCALARS = (types.Boolean, types.Integer, types.Float, types.Complex)
 
 @intrinsic
 def select(typingctx, condition, x, y):
-    """``x if condition else y`` for scalars ``condition``, ``x`` and ``y``, as one ``select`` instruction."""
+    """``x if condition else y`` for scalars ``condition``, ``x`` and ``y``, as one ``select`` instruction (named
+    ``selected``, its condition ``truth``)."""
     for name, ty in (("condition", condition), ("x", x), ("y", y)):
         if not isinstance(ty, _SCALARS):
             raise errors.TypingError(f"select: {name} must be a scalar, got {ty}")
@@ -32,11 +35,12 @@ def select(typingctx, condition, x, y):
 
     def codegen(context, builder, signature, args):
         condition_value, x_value, y_value = args
-        truth = context.is_true(builder, condition, condition_value)
+        truth = named(context.is_true(builder, condition, condition_value), "truth")
         return builder.select(
             truth,
-            context.cast(builder, x_value, x, result),
-            context.cast(builder, y_value, y, result),
+            named(context.cast(builder, x_value, x, result), "x.cast"),
+            named(context.cast(builder, y_value, y, result), "y.cast"),
+            name="selected",
         )
 
     return result(condition, x, y), codegen

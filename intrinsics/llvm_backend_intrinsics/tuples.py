@@ -9,6 +9,8 @@ from numba.core import errors, types
 from numba.core.imputils import impl_ret_borrowed
 from numba.extending import intrinsic
 
+from llvm_backend_intrinsics.naming import named_aggregate
+
 __all__ = ["flatten_tuple"]
 
 
@@ -23,11 +25,14 @@ def _flat_type(nested):
 
 
 def _emit_flatten(context, builder, nested_type, flat_type, nested):
+    """The items of the tuple of tuples ``nested`` in one tuple: group ``i`` named ``g<i>``, item ``n`` ``x<n>``, the
+    tuple ``t``, filled through item ``n`` ``t.<n>``."""
     items = []
     for i, group_type in enumerate(nested_type):
-        group = builder.extract_value(nested, i)
-        items.extend(builder.extract_value(group, j) for j in range(len(group_type)))
-    return context.make_tuple(builder, flat_type, items)
+        group = builder.extract_value(nested, i, name=f"g{i}")
+        first = len(items)
+        items.extend(builder.extract_value(group, j, name=f"x{first + j}") for j in range(len(group_type)))
+    return named_aggregate(context.make_tuple(builder, flat_type, items), "t")
 
 
 @intrinsic
@@ -41,9 +46,9 @@ def flatten_tuple(typingctx, nested):
         %x1 = extractvalue {double, double} %g0, 1
         %g1 = extractvalue {{double, double}, {double}} %nested, 1
         %x2 = extractvalue {double} %g1, 0
-        %t0 = insertvalue {double, double, double} undef, double %x0, 0
-        %t1 = insertvalue {double, double, double} %t0, double %x1, 1
-        %t2 = insertvalue {double, double, double} %t1, double %x2, 2
+        %t.0 = insertvalue {double, double, double} undef, double %x0, 0
+        %t.1 = insertvalue {double, double, double} %t.0, double %x1, 1
+        %t = insertvalue {double, double, double} %t.1, double %x2, 2
     """
     flat_type = _flat_type(nested)
 

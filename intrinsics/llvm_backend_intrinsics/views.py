@@ -10,7 +10,8 @@ graph's module, built with numba's own pieces (``basic_indexing``, ``make_view``
 the layouts typed and the errors raised are stock's.
 
 Layering: typing (`_index_types`, `_shuffled_layout`) -> the ``@intrinsic`` glue (`basic_index`,
-`dimshuffle_view`, `box_scalar`, `unbox_scalar`) -> the emitters ``_emit_*``.
+`dimshuffle_view`, `box_scalar`, `unbox_scalar`) -> the emitters ``_emit_*``. Values are named after the call's
+arguments and output (`llvm_backend_intrinsics.naming.call_names`: a graph's variables, else ``in0``, ``out0``).
 
 What each computes, as the Python stock's functions are (``entries`` and ``new_order`` are static):
 
@@ -30,6 +31,8 @@ from numba.core.imputils import impl_ret_borrowed, impl_ret_new_ref
 from numba.cpython.slicing import slice_constructor_impl
 from numba.extending import intrinsic
 from numba.np.arrayobj import _empty_nd_impl, basic_indexing, load_item, make_view
+
+from llvm_backend_intrinsics.naming import call_names, named, unpack_named
 
 __all__ = ["SQUEEZE_ERROR", "basic_index", "box_scalar", "dimshuffle_view", "unbox_scalar"]
 
@@ -82,17 +85,19 @@ def _shuffled_layout(layout: str, new_order: tuple, unit_axes: frozenset) -> str
 
 
 def _emit_integer(context, builder, ty, value):
-    """An index argument's integer value (a 0-d array's item)."""
+    """An index argument's integer value (a 0-d array's item, named ``<value's name>.item``)."""
     if isinstance(ty, types.Array):
         array = context.make_array(ty)(context, builder, value)
-        return load_item(context, builder, ty, array.data)
+        named(array._getpointer(), f"{value.name}.struct")
+        return named(load_item(context, builder, ty, named(array.data, f"{value.name}.data")), f"{value.name}.item")
     return value
 
 
 def _emit_intp(context, builder, ty, value):
     """An index argument's integer value as an ``intp``, as numba's ``slice`` takes its bounds."""
     item_type = ty.dtype if isinstance(ty, types.Array) else ty
-    return context.cast(builder, _emit_integer(context, builder, ty, value), item_type, types.intp)
+    integer = _emit_integer(context, builder, ty, value)
+    return named(context.cast(builder, integer, item_type, types.intp), f"{integer.name}.intp")
 
 
 def _emit_indices(context, builder, entries, argument_types, values, index_types) -> list:
@@ -111,22 +116,26 @@ def _emit_indices(context, builder, entries, argument_types, values, index_types
             else _emit_intp(context, builder, argument_types[part], values[part])
             for part in parts
         ]
-        indices.append(slice_constructor_impl(context, builder, index_type(*part_types), part_values))
+        index = slice_constructor_impl(context, builder, index_type(*part_types), part_values)
+        indices.append(named(index, f"slice{len(indices)}"))
     return indices
 
 
-def _emit_box(context, builder, dtype, value):
-    """A new 0-d array of ``dtype`` holding ``value``."""
+def _emit_box(context, builder, dtype, value, name: str):
+    """A new 0-d array of ``dtype`` holding ``value``, named ``name``."""
     array_type = types.Array(dtype, 0, "C")
     array = _empty_nd_impl(context, builder, array_type, [])
-    builder.store(context.get_value_as_data(builder, dtype, value), array.data)
-    return impl_ret_new_ref(context, builder, array_type, array._getvalue())
+    stored = named(context.get_value_as_data(builder, dtype, value), f"{name}.value")
+    builder.store(stored, named(array.data, f"{name}.data"))
+    return impl_ret_new_ref(context, builder, array_type, named(array._getvalue(), name))
 
 
-def _emit_view(context, builder, source_type, source, view_type, data, shapes, strides):
-    """A view of ``source`` over ``data`` with ``shapes`` and ``strides``, holding a reference of its own."""
+def _emit_view(context, builder, source_type, source, view_type, data, shapes, strides, name: str):
+    """A view of ``source`` over ``data`` with ``shapes`` and ``strides``, holding a reference of its own, named
+    ``name``."""
     view = make_view(context, builder, source_type, source, view_type, data, shapes, strides)
-    return impl_ret_borrowed(context, builder, view_type, view._getvalue())
+    named(view._getpointer(), f"{name}.struct")
+    return impl_ret_borrowed(context, builder, view_type, named(view._getvalue(), name))
 
 
 # ---------------------------------------------------------------- intrinsics
@@ -155,14 +164,20 @@ def basic_index(entries: tuple, box: bool):
 
         def codegen(context, builder, signature, args):
             source, packed = args
-            values = cgutils.unpack_tuple(builder, packed, len(arguments))
+            names = call_names(1 + len(arguments), 1)
+            out = names.outputs[0]
+            values = [builder.extract_value(packed, k, name=name) for k, name in enumerate(names.arguments[1:])]
             indices = _emit_indices(context, builder, entries, arguments, values, index_types)
             array = context.make_array(x)(context, builder, source)
+            named(array._getpointer(), f"{names.arguments[0]}.struct")
             data, shapes, strides = basic_indexing(context, builder, x, array, index_types, indices, boundscheck=True)
+            data = named(data, f"{out}.data" if not scalar else f"{out}.ptr")
             if not scalar:
-                return _emit_view(context, builder, x, array, result, data, shapes, strides)
-            value = load_item(context, builder, x, data)
-            return _emit_box(context, builder, result, value) if box else value
+                shapes = [named(shape, f"{out}.shape{k}") for k, shape in enumerate(shapes)]
+                strides = [named(stride, f"{out}.stride{k}") for k, stride in enumerate(strides)]
+                return _emit_view(context, builder, x, array, result, data, shapes, strides, out)
+            value = named(load_item(context, builder, x, data), f"{out}.item" if box else out)
+            return _emit_box(context, builder, result, value, out) if box else value
 
         return returned(x, types.StarArgTuple(arguments)), codegen
 
@@ -184,16 +199,23 @@ def dimshuffle_view(new_order: tuple, drop: tuple, unit_axes: frozenset):
         view_type = types.Array(x.dtype, len(new_order), layout)
 
         def codegen(context, builder, signature, args):
+            names = call_names(1, 1)
+            name, out = names.arguments[0], names.outputs[0]
             array = context.make_array(x)(context, builder, args[0])
-            shapes = cgutils.unpack_tuple(builder, array.shape, x.ndim)
-            strides = cgutils.unpack_tuple(builder, array.strides, x.ndim)
+            named(array._getpointer(), f"{name}.struct")
+            shapes = unpack_named(builder, named(array.shape, f"{name}.shape"), x.ndim, f"{name}.shape")
+            strides = unpack_named(builder, named(array.strides, f"{name}.strides"), x.ndim, f"{name}.stride")
             for axis in drop:
-                with cgutils.if_unlikely(builder, builder.icmp_signed("!=", shapes[axis], shapes[axis].type(1))):
+                not_one = builder.icmp_signed(
+                    "!=", shapes[axis], shapes[axis].type(1), name=f"{name}.shape{axis}.not_one"
+                )
+                with cgutils.if_unlikely(builder, not_one):
                     context.call_conv.return_user_exc(builder, ValueError, (SQUEEZE_ERROR,))
             one, zero = cgutils.intp_t(1), cgutils.intp_t(0)
             view_shapes = [one if axis == -1 else shapes[axis] for axis in new_order]
             view_strides = [zero if axis == -1 else strides[axis] for axis in new_order]
-            return _emit_view(context, builder, x, array, view_type, array.data, view_shapes, view_strides)
+            data = named(array.data, f"{name}.data")
+            return _emit_view(context, builder, x, array, view_type, data, view_shapes, view_strides, out)
 
         return view_type(x), codegen
 
@@ -207,7 +229,7 @@ def box_scalar(typingctx, value):
         raise errors.TypingError(f"box_scalar: value must be a scalar, got {value}")
 
     def codegen(context, builder, signature, args):
-        return _emit_box(context, builder, value, args[0])
+        return _emit_box(context, builder, value, args[0], call_names(1, 1).outputs[0])
 
     return types.Array(value, 0, "C")(value), codegen
 
@@ -219,6 +241,10 @@ def unbox_scalar(typingctx, x):
         raise errors.TypingError(f"unbox_scalar: x must be a 0-d array, got {x}")
 
     def codegen(context, builder, signature, args):
-        return load_item(context, builder, x, context.make_array(x)(context, builder, args[0]).data)
+        names = call_names(1, 1)
+        name, out = names.arguments[0], names.outputs[0]
+        array = context.make_array(x)(context, builder, args[0])
+        named(array._getpointer(), f"{name}.struct")
+        return named(load_item(context, builder, x, named(array.data, f"{name}.data")), out)
 
     return x.dtype(x), codegen

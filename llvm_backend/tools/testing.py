@@ -1,11 +1,15 @@
-"""Test helpers: check a graph under LLVM against stock NUMBA and the ``py`` linker."""
+"""Test helpers: check a graph under LLVM against stock NUMBA and the ``py`` linker, and see the graph a mode
+compiles (`rewritten_graph`) without compiling it."""
 
 import numpy as np
 import pytensor
-from pytensor.compile.mode import Mode
+from pytensor.compile.mode import Mode, get_mode
+from pytensor.compile.rebuild import construct_function_ins_and_outs
+from pytensor.graph.fg import FunctionGraph
 from pytensor.graph.rewriting.db import RewriteDatabaseQuery
+from pytensor.graph.traversal import explicit_graph_inputs
 
-__all__ = ["PY_MODE", "assert_same_result", "compare_llvm_numba_and_py", "value_kind"]
+__all__ = ["PY_MODE", "assert_same_result", "compare_llvm_numba_and_py", "rewritten_graph", "value_kind"]
 
 PY_MODE = Mode(
     linker="py",
@@ -63,3 +67,20 @@ def compare_llvm_numba_and_py(inputs, outputs, values, *, rtol=None, atol=0.0, l
             assert_same_result(got, want, f"output {i} under {mode} vs py", rtol=rtol, atol=atol)
     llvm_results = results[llvm_mode]
     return llvm_fn, llvm_results[0] if single else llvm_results
+
+
+def rewritten_graph(outputs, inputs=None, *, mode="LLVM") -> FunctionGraph:
+    """The graph ``pytensor.function(inputs, outputs, mode=mode)`` would link, rewritten but not compiled.
+
+    It takes ``pytensor.function``'s own steps but the last: the graph cloned
+    (``construct_function_ins_and_outs``), then ``mode.function_maker`` builds the `FunctionGraph` (with the
+    Supervisor protecting the inputs), runs ``mode.optimizer`` on it (under the LLVM mode, through the rewrite
+    cache) and inserts deep copies; ``create()``, where the linker compiles, is never called. So what it returns
+    is ``fn.maker.fgraph`` of the function compiled, nodes, order and features alike. ``inputs`` (variables or
+    ``In``) default to the outputs' root variables that are neither constants nor shared.
+    """
+    if inputs is None:
+        inputs = list(explicit_graph_inputs(outputs))
+    mode = get_mode(mode)
+    inputs, cloned_outputs = construct_function_ins_and_outs(list(inputs), outputs)
+    return mode.function_maker(inputs, cloned_outputs, mode).fgraph

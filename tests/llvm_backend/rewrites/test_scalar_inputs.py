@@ -17,12 +17,12 @@ from llvm_backend.codegen import SCALAR_PACK_MIN, zero_d_array
 from llvm_backend.linker import graph_caller
 from llvm_backend.tools.graphs import logp_grad, regression
 from llvm_backend.tools.measure import allocations_per_call
-from llvm_backend.tools.testing import assert_same_result, compare_llvm_numba_and_py
+from llvm_backend.tools.testing import assert_same_result, compare_llvm_numba_and_py, rewritten_graph
 from llvm_backend_intrinsics.scalarpack import ScalarPackType
 
 
-def _nodes(fn, op_type):
-    return [node for node in fn.maker.fgraph.apply_nodes if isinstance(node.op, op_type)]
+def _nodes(fgraph, op_type):
+    return [node for node in fgraph.apply_nodes if isinstance(node.op, op_type)]
 
 
 def test_graph_caller_reads_the_current_values_and_converts_scalars():
@@ -103,8 +103,8 @@ def test_scalar_math_reads_inputs_without_squeezing_expanded_copies():
     graph = logp_grad(n_scalars=5)
     stock = pytensor.function(graph.inputs, graph.outputs, mode="NUMBA")
     fn, _ = compare_llvm_numba_and_py(graph.inputs, graph.outputs, graph.values)
-    assert _nodes(stock, DimShuffle)
-    assert not _nodes(fn, DimShuffle)
+    assert _nodes(stock.maker.fgraph, DimShuffle)
+    assert not _nodes(fn.maker.fgraph, DimShuffle)
     counts = {mode: allocations_per_call(f, graph.values) for mode, f in (("NUMBA", stock), ("LLVM", fn))}
     assert counts["NUMBA"].unboxing == len(graph.inputs)
     assert counts["LLVM"].unboxing == 1
@@ -115,10 +115,10 @@ def test_fused_loops_take_broadcast_inputs_as_scalars():
     v, beta, gamma = pt.dvector("v"), pt.dscalar("beta"), pt.dscalar("gamma")
     outputs = [(v * beta).sum(), pt.exp(v * gamma - beta).sum(), v * gamma]
     values = [np.linspace(0.1, 1.0, 7), np.asarray(0.4), np.asarray(-1.5)]
-    stock = pytensor.function([v, beta, gamma], outputs, mode="NUMBA")
+    stock = rewritten_graph(outputs, [v, beta, gamma], mode="NUMBA")
     fn, _ = compare_llvm_numba_and_py([v, beta, gamma], outputs, values)
     [stock_loop] = _nodes(stock, FusedElemwise)
-    [loop] = _nodes(fn, FusedElemwise)
+    [loop] = _nodes(fn.maker.fgraph, FusedElemwise)
     assert not any(isinstance(i.type, ScalarType) for i in stock_loop.inputs)
     assert sum(isinstance(i.type, ScalarType) for i in loop.inputs) == 2
     assert allocations_per_call(fn, values).unboxing == 1

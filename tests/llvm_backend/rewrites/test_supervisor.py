@@ -21,7 +21,7 @@ from llvm_backend import rewrite_cache
 from llvm_backend.mode import SUPERVISOR_NAME
 from llvm_backend.rewrites.supervisor import IndexedSupervisor
 from llvm_backend.tools import graphs
-from llvm_backend.tools.testing import compare_llvm_numba_and_py
+from llvm_backend.tools.testing import compare_llvm_numba_and_py, rewritten_graph
 
 # The LLVM mode as it would be without the indexed supervisor.
 STOCK_SUPERVISOR = get_mode("LLVM").excluding(SUPERVISOR_NAME)
@@ -118,15 +118,15 @@ def test_fast_cycle_detection_uses_the_stock_check(stock_checks):
 
 def test_the_llvm_mode_supervises_with_the_index(no_rewrite_cache, stock_checks):
     graph = graphs.times_two(64)
-    fn = pytensor.function(graph.inputs, graph.outputs, mode="LLVM")
-    supervisor = fn.maker.fgraph._supervisor
+    fgraph = rewritten_graph(graph.outputs, graph.inputs)
+    supervisor = fgraph._supervisor
     assert type(supervisor) is IndexedSupervisor
-    assert supervisor in fn.maker.fgraph._features
-    assert set(supervisor.protected) == set(fn.maker.fgraph.inputs)
+    assert supervisor in fgraph._features
+    assert set(supervisor.protected) == set(fgraph.inputs)
     # 64 protected inputs and 64 outputs, and no validation walked them.
     assert stock_checks == []
-    stock = pytensor.function(graph.inputs, graph.outputs, mode=STOCK_SUPERVISOR)
-    assert type(stock.maker.fgraph._supervisor) is Supervisor
+    stock = rewritten_graph(graph.outputs, graph.inputs, mode=STOCK_SUPERVISOR)
+    assert type(stock._supervisor) is Supervisor
 
 
 def test_through_the_rewrite_cache(tmp_path, monkeypatch):
@@ -135,16 +135,16 @@ def test_through_the_rewrite_cache(tmp_path, monkeypatch):
     graph = graphs.regression(n_cols=4, n_obs=20, n_groups=2)  # strided constants: the stored copy is installed
     for outcome in ("stored", "hit"):
         before = rewrite_cache.outcomes[outcome]
-        fn = pytensor.function(graph.inputs, graph.outputs, mode="LLVM")
+        fgraph = rewritten_graph(graph.outputs, graph.inputs)
         assert rewrite_cache.outcomes[outcome] == before + 1
-        supervisor = fn.maker.fgraph._supervisor
-        assert type(supervisor) is IndexedSupervisor and supervisor in fn.maker.fgraph._features
-        stock = pytensor.function(graph.inputs, graph.outputs, mode=STOCK_SUPERVISOR)
-        assert type(stock.maker.fgraph._supervisor) is Supervisor
+        supervisor = fgraph._supervisor
+        assert type(supervisor) is IndexedSupervisor and supervisor in fgraph._features
+        stock = rewritten_graph(graph.outputs, graph.inputs, mode=STOCK_SUPERVISOR)
+        assert type(stock._supervisor) is Supervisor
 
 
-def _in_place_decisions(fn):
-    return [(str(node.op), node.op.destroy_map) for node in fn.maker.fgraph.toposort()]
+def _in_place_decisions(fgraph):
+    return [(str(node.op), node.op.destroy_map) for node in fgraph.toposort()]
 
 
 def _wide_in_place_graph():
@@ -173,8 +173,8 @@ def _wide_in_place_graph():
 def test_rewritten_graph_is_the_stock_supervisors(no_rewrite_cache, build):
     graph = build()
     inputs, outputs = (graph.inputs, graph.outputs) if isinstance(graph, graphs.Graph) else graph
-    indexed = pytensor.function(inputs, outputs, mode="LLVM")
-    stock = pytensor.function(inputs, outputs, mode=STOCK_SUPERVISOR)
+    indexed = rewritten_graph(outputs, inputs)
+    stock = rewritten_graph(outputs, inputs, mode=STOCK_SUPERVISOR)
     assert _in_place_decisions(indexed) == _in_place_decisions(stock)
 
 
@@ -197,9 +197,9 @@ def _computed_0d(fgraph) -> set:
 
 def test_the_supervisor_keeps_the_computed_0d_tensors_as_nodes_come_and_go(no_rewrite_cache):
     graph = graphs.logp_grad(n_scalars=12)
-    fn = pytensor.function(graph.inputs, graph.outputs, mode="LLVM")
-    supervisor = fn.maker.fgraph._supervisor
-    assert supervisor.zero_d == _computed_0d(fn.maker.fgraph) != set()
+    fgraph = rewritten_graph(graph.outputs, graph.inputs)
+    supervisor = fgraph._supervisor
+    assert supervisor.zero_d == _computed_0d(fgraph) != set()
     assert supervisor.zero_d <= set(supervisor.protected)
 
 
@@ -231,12 +231,12 @@ def test_in_place_is_not_tried_on_0d_values_which_scalarization_makes_scalars(no
     scalarization then makes such nodes scalar code, in place on nothing. The LLVM mode does not try, and ends
     with the same graph."""
     graph = graphs.logp_grad(n_scalars=60)
-    stock = pytensor.function(graph.inputs, graph.outputs, mode=STOCK_SUPERVISOR)
+    stock = rewritten_graph(graph.outputs, graph.inputs, mode=STOCK_SUPERVISOR)
     assert sum(map(_holds_a_0d_value, in_place_candidates)) >= 58
     in_place_candidates.clear()
-    fn = pytensor.function(graph.inputs, graph.outputs, mode="LLVM")
+    fgraph = rewritten_graph(graph.outputs, graph.inputs)
     assert in_place_candidates and not any(map(_holds_a_0d_value, in_place_candidates))
-    assert _in_place_decisions(fn) == _in_place_decisions(stock)
+    assert _in_place_decisions(fgraph) == _in_place_decisions(stock)
     compare_llvm_numba_and_py(graph.inputs, graph.outputs, graph.values)
 
 

@@ -61,6 +61,7 @@ __all__ = [
     "LIMIT_MODELS",
     "REFERENCES",
     "as_jit_fn",
+    "called_runner",
     "check_reference",
     "eight_schools_logp",
     "format_calls_table",
@@ -362,20 +363,20 @@ def measure_calls(name: str, rounds: int = 9, progress=print) -> tuple[list[Meas
     check_reference(name, graph)
     x, arguments = graph.values[0], reference_arguments(name, graph)
     runners = [jitted_runner(REFERENCE, REFERENCES[name], arguments)]
-    runners.append(_called_runner(JIT_FN_REFERENCE, as_jit_fn(REFERENCES[name]), arguments))
+    runners.append(called_runner(JIT_FN_REFERENCE, as_jit_fn(REFERENCES[name]), arguments))
     for mode in CALL_MODES:
         progress(f"pymc_limit/{name}: compiling under {mode}")
         with config.change_flags(numba__cache=False):
             fn = pymc_compile(graph, mode)
         fn.trust_input = False
-        runners.append(_called_runner(f"{mode} jit_fn", fn.vm.jit_fn, (x,)))
+        runners.append(called_runner(f"{mode} jit_fn", fn.vm.jit_fn, (x,)))
         runners.append(Runner(f"{mode} Function", partial(fn, x), FUNCTION_CALL))
     progress(f"pymc_limit/{name}: timing {rounds} interleaved rounds")
     measured = measure_runners(f"pymc_limit/{name}", runners, {}, rounds, ALLOCATION_CALLS)
     return [m if m.mode == REFERENCE else replace(m, kernel_ir_instructions=None) for m in measured], graph.description
 
 
-def _called_runner(label: str, dispatcher, args: tuple) -> Runner:
+def called_runner(label: str, dispatcher, args: tuple) -> Runner:
     """A runner calling ``dispatcher(*args)`` (a ``jit_fn``, or `as_jit_fn`'s), with its allocations counted.
     It is compiled by a call, as a user's first call compiles it, not for an explicit signature (as `jitted_runner`
     compiles), so it is called once first. Its IR is an entry's, not the kernel's (under LLVM the graph function is

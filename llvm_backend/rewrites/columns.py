@@ -1,4 +1,4 @@
-"""Products of constant data matrices by vectors, written as suits their width.
+"""Products of data matrices by vectors, written as suits their width.
 
 A PyMC model's linear predictor over a constant design matrix ``X`` reaches the compiler in one of two forms (the
 gradient of the second holds a third):
@@ -26,11 +26,16 @@ gradient of the second holds a third):
   written in one loop and read in the next. `_narrow_products` writes a product of a constant matrix of fewer
   than `MIN_COLUMNS` columns by a vector of that static length as the sum of its columns times the vector's
   items, and one of fewer than `MIN_COLUMNS` rows as the vector of its rows' sums of products with the vector,
-  which elemwise fusion folds into the loops around them (each ``Squeeze{axis=1}(Dot(M, ExpandDims{axis=1}(v)))``
+  which elemwise fusion folds into the loops around them (each ``Squeeze{axis=1}(Dot(M, m))`` of a one-column ``m``
   whose ``Dot`` is used only there, ``M`` and ``v`` of its float dtype). In the row sums a ``v`` of another length
   than a row raises the ``ValueError`` the ``Dot`` raised; the column products need ``v``'s static length.
+- The same model with its data in ``pm.Data``: ``dot(X, beta)`` and ``dot(X.T, d)`` of a shared ``X`` whose shape
+  the graph does not know (data can be set to other rows between calls). A product of such a matrix by a vector of
+  a static length below `MIN_COLUMNS` is the sum of its columns (views, nothing copied) times the vector's items,
+  and a product of its transpose the vector of its columns' sums of products; the matrix is checked once per call
+  to have that many columns, raising the ``ValueError`` the ``Dot`` raised (`_with_columns`).
 
-Matrices are constants made once, when the graph is rewritten, C-contiguous. The values are the same sums of the
+Matrices made of constants are made once, when the graph is rewritten, C-contiguous. The values are the same sums of the
 same products, added in another order: the reassociation PyTensor's fast-math contract allows. The two never
 undo each other: one makes products of `MIN_COLUMNS` or more columns, the other takes apart only narrower ones.
 """
@@ -40,8 +45,10 @@ import pytensor.scalar as ps
 import pytensor.tensor as pt
 from pytensor.graph.basic import Constant, Variable
 from pytensor.graph.rewriting.basic import GraphRewriter
+from pytensor.raise_op import CheckAndRaise
 from pytensor.tensor.elemwise import DimShuffle, Elemwise
 from pytensor.tensor.math import Dot
+from pytensor.tensor.shape import SpecifyShape
 from pytensor.tensor.subtensor import Subtensor, get_idx_list
 from pytensor.tensor.variable import TensorConstant
 
@@ -140,39 +147,121 @@ def _linear_predictors(fgraph) -> list:
     return replacements
 
 
-def _expanded_column(var: Variable) -> Variable | None:
-    """``v`` when ``var`` is ``ExpandDims{axis=1}(v)`` of a vector ``v``; else None."""
+def _column_vector(fgraph, var: Variable) -> Variable | None:
+    """A vector of ``var[:, 0]``'s values for a float matrix ``var`` of one column: ``v`` for ``ExpandDims{axis=1}(
+    v)``; an elemwise of such columns and of single values (a gradient's ``ExpandDims{axis=1}(r) / sigma``), used
+    only here, as the same elemwise of their vectors, which fusion folds into the loop that reads it; else the view
+    ``var[:, 0]``. None for a matrix that may have more columns."""
+    if var.type.ndim != 2 or var.type.shape[1] != 1:
+        return None
     node = var.owner
-    if node is None or not isinstance(node.op, DimShuffle) or node.op.new_order != (0, "x"):
+    if node is not None and isinstance(node.op, DimShuffle) and node.op.new_order == (0, "x"):
+        return node.inputs[0]
+    if node is not None and type(node.op) is Elemwise and len(node.outputs) == 1 and len(fgraph.clients[var]) == 1:
+        vectors = [
+            i.dimshuffle(0) if i.type.broadcastable == (True, True) else _column_vector(fgraph, i) for i in node.inputs
+        ]
+        if None not in vectors:
+            return node.op(*vectors)
+    return var[:, 0]
+
+
+def _product_under(fgraph, var: Variable) -> tuple | None:
+    """``(dot, rows)`` when ``var`` is a ``Dot``'s output, or a ``SpecifyShape`` of one (gradients carry them),
+    each used only there: the ``Dot`` node and its output's static number of rows (None if unknown)."""
+    rows = var.type.shape[0]
+    if var.owner is not None and isinstance(var.owner.op, SpecifyShape):
+        if len(fgraph.clients[var.owner.inputs[0]]) != 1:
+            return None
+        var = var.owner.inputs[0]
+        rows = rows if rows is not None else var.type.shape[0]
+    if var.owner is None or not isinstance(var.owner.op, Dot) or len(fgraph.clients[var]) != 1:
+        return None
+    return var.owner, rows
+
+
+def _narrow_dots(fgraph):
+    """Each ``(output, M, v, rows)``: ``output = Squeeze{axis=1}(Dot(M, m))`` (`_product_under`) whose ``Dot`` is
+    used only there, ``M`` a matrix and ``m`` a matrix of one column, ``v`` its values as a vector
+    (`_column_vector`), both of ``output``'s float dtype, ``rows`` the product's static number of rows (None if
+    unknown)."""
+    for node in fgraph.toposort():
+        if not isinstance(node.op, DimShuffle) or node.op.new_order != (0,) or node.inputs[0].owner is None:
+            continue
+        if len(fgraph.clients[node.inputs[0]]) != 1:
+            continue
+        found = _product_under(fgraph, node.inputs[0])
+        if found is None:
+            continue
+        dot, rows = found
+        matrix, v = dot.inputs[0], _column_vector(fgraph, dot.inputs[1])
+        [output] = node.outputs
+        if v is not None and matrix.type.dtype == v.type.dtype == output.type.dtype:
+            yield output, matrix, v, rows
+
+
+def _transposed(var: Variable) -> Variable | None:
+    """``X`` when ``var`` is ``X.T`` (``DimShuffle{1, 0}``) of a matrix ``X``; else None."""
+    node = var.owner
+    if node is None or not isinstance(node.op, DimShuffle) or node.op.new_order != (1, 0):
         return None
     return node.inputs[0]
 
 
-def _narrow_products(fgraph) -> list:
-    """The replacement of each ``Squeeze{axis=1}(Dot(M, ExpandDims{axis=1}(v)))`` of a constant float matrix ``M``
-    with fewer than `MIN_COLUMNS` columns (``v`` of that static length) by the sum of its columns times ``v``'s
-    items, or with fewer than `MIN_COLUMNS` rows by the vector of its rows' sums of products with ``v``."""
-    replacements = []
-    for node in fgraph.toposort():
-        if not isinstance(node.op, DimShuffle) or node.op.new_order != (0,) or node.inputs[0].owner is None:
-            continue
-        dot = node.inputs[0].owner
-        if not isinstance(dot.op, Dot) or len(fgraph.clients[dot.outputs[0]]) != 1:
-            continue
-        matrix, v = dot.inputs[0], _expanded_column(dot.inputs[1])
-        [output] = node.outputs
-        if not isinstance(matrix, TensorConstant) or v is None:
-            continue
-        if not matrix.type.dtype == v.type.dtype == output.type.dtype:
-            continue
+def _with_columns(matrix: Variable, columns: int) -> Variable:
+    """``matrix`` when its type says it has ``columns`` columns; else ``matrix`` checked at run time to have them,
+    raising the ``ValueError`` the ``Dot`` it replaces raised (its columns are read one by one: one more would
+    be left out, one fewer read out of bounds)."""
+    if matrix.type.shape[1] == columns:
+        return matrix
+    message = f"matrix-vector product: the matrix has another number of columns than the vector's {columns} items"
+    return CheckAndRaise(ValueError, message)(matrix, pt.eq(matrix.shape[1], columns))
+
+
+def _data_widths(dots: list) -> dict:
+    """Matrix -> its number of columns, for each non-constant matrix multiplied by a vector of a static length
+    below `MIN_COLUMNS` (a design matrix in ``pm.Data`` times its coefficients), which its transpose's products
+    (the gradient's) take as their number of rows."""
+    widths = {}
+    for _, matrix, v, _ in dots:
+        if not isinstance(matrix, TensorConstant) and v.type.shape[0] is not None and v.type.shape[0] < MIN_COLUMNS:
+            widths[matrix] = v.type.shape[0]
+    return widths
+
+
+def _narrow_product(matrix: Variable, v: Variable, rows: int | None, widths: dict) -> Variable | None:
+    """``matrix @ v`` as the sum of the matrix's columns times ``v``'s items (fewer than `MIN_COLUMNS` columns,
+    ``v`` of that static length) or as the vector of its rows' sums of products with ``v`` (fewer than
+    `MIN_COLUMNS` rows, known from a constant's data or, for the transpose of a data matrix, from its columns in
+    ``widths`` or the product's static ``rows``); else None."""
+    if isinstance(matrix, TensorConstant):
         rows, columns = matrix.data.shape
         if columns < MIN_COLUMNS and v.type.shape[0] == columns:
-            new = pt.add(*(pt.constant(matrix.data[:, j]) * v[j : j + 1] for j in range(columns)))
-        elif rows < MIN_COLUMNS:
-            new = pt.stack([pt.sum(pt.constant(matrix.data[i]) * v) for i in range(rows)])
-        else:
-            continue
-        replacements.append(_replacing(output, new))
+            return pt.add(*(pt.constant(matrix.data[:, j]) * v[j : j + 1] for j in range(columns)))
+        if rows < MIN_COLUMNS:
+            return pt.stack([pt.sum(pt.constant(matrix.data[i]) * v) for i in range(rows)])
+        return None
+    if matrix in widths:
+        checked = _with_columns(matrix, widths[matrix])
+        return pt.add(*(checked[:, j] * v[j : j + 1] for j in range(widths[matrix])))
+    data = _transposed(matrix)
+    width = widths.get(data, rows) if data is not None else None
+    if width is not None and width < MIN_COLUMNS:
+        checked = _with_columns(data, width)
+        return pt.stack([pt.sum(checked[:, i] * v) for i in range(width)])
+    return None
+
+
+def _narrow_products(fgraph) -> list:
+    """The replacement of each narrow matrix-vector product (`_narrow_dots`) by its columns' or rows' sums of
+    products (`_narrow_product`)."""
+    dots = list(_narrow_dots(fgraph))
+    widths = _data_widths(dots)
+    replacements = []
+    for output, matrix, v, rows in dots:
+        new = _narrow_product(matrix, v, rows, widths)
+        if new is not None:
+            replacements.append(_replacing(output, new))
     return replacements
 
 

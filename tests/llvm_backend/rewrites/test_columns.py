@@ -1,8 +1,8 @@
-"""Products of constant data matrices by vectors as suits their width (`llvm_backend.rewrites.columns`): a linear
-predictor over many columns as one matrix-vector product (a loop of ours over the columns, as rows, up to
-MAX_LOOP_ROWS observations; a Dot over more), the coefficients read as one slice of the parameters; a
-product by a narrow matrix (few columns, or few rows) as column products and row sums that fusion folds into its
-loops. The py linker's and stock NUMBA's values, errors on wrong lengths, and what is left alone."""
+"""Products of data matrices by vectors as suits their width (`llvm_backend.rewrites.columns`): a linear predictor over
+many columns as one matrix-vector product (a loop of ours over the columns, as rows, up to MAX_LOOP_ROWS observations; a
+Dot over more), the coefficients read as one slice of the parameters; a product by a narrow matrix (few columns, or few
+rows) as column products and row sums that fusion folds into its loops, a design matrix in a shared variable
+(``pm.Data``) too. The py linker's and stock NUMBA's values, errors on wrong lengths, and what is left alone."""
 
 import numpy as np
 import pytensor
@@ -179,3 +179,59 @@ def test_a_vector_of_the_wrong_length_raises_as_stock_does():
         for function in (fn, stock):
             with pytest.raises(ValueError):
                 function(np.ones(length + 1))
+
+
+def _logistic_of_data(n_predictors: int, n_obs: int = N_OBS):
+    """`_logistic` with the design matrix and outcomes in shared variables of unknown shape, as ``pm.Data`` holds
+    them; returns the parameter vector, the log-density and gradient, and the shared design matrix and outcomes."""
+    rng = np.random.default_rng(n_predictors)
+    X = pytensor.shared(rng.normal(size=(n_obs, n_predictors)), name="X", shape=(None, None))
+    y = pytensor.shared(rng.integers(0, 2, size=n_obs), name="y", shape=(None,))
+    x = pt.vector("x", shape=(n_predictors + 1,))
+    logit = x[0] + pt.dot(X, x[1:])
+    logp = pt.sum(pt.switch(pt.eq(y, 1), -pt.softplus(-logit), -pt.softplus(logit))) - pt.sum(x**2)
+    return x, [logp, pt.grad(logp, x)], (X, y)
+
+
+@pytest.mark.parametrize("n_predictors", [1, 4, MIN_COLUMNS - 1])
+def test_products_by_a_data_matrix_are_its_columns_in_the_loops(n_predictors):
+    x, outputs, _ = _logistic_of_data(n_predictors)
+    rng = np.random.default_rng(5)
+    for _ in range(2):
+        point = rng.normal(0, 0.5, size=n_predictors + 1)
+        fn, _ = compare_llvm_numba_and_py([x], outputs, [point], rtol=1e-10, atol=1e-12)
+    assert not _ops(fn.maker.fgraph, Dot)
+    assert _ops(rewritten_graph(outputs, [x], mode="NUMBA"), Dot)
+
+
+def test_a_data_matrix_of_min_columns_is_left_a_product():
+    x, outputs, _ = _logistic_of_data(MIN_COLUMNS)
+    fn, _ = compare_llvm_numba_and_py([x], outputs, [np.linspace(-1, 1, MIN_COLUMNS + 1)], rtol=1e-10, atol=1e-12)
+    assert len(_ops(fn.maker.fgraph, Dot)) == 2
+
+
+@pytest.mark.parametrize("columns", [3, 5])
+def test_a_data_matrix_set_to_another_width_raises_as_stock_does(columns):
+    """Four coefficients, a design matrix set to 3 or 5 columns: stock's Dot raises ValueError, and so do the
+    column products (one column more would be left out of the sum, one fewer read out of bounds)."""
+    x, outputs, (X, _) = _logistic_of_data(4)
+    llvm, stock = (pytensor.function([x], outputs, mode=mode) for mode in ("LLVM", "NUMBA"))
+    X.set_value(np.ones((N_OBS, columns)))
+    for function in (llvm, stock):
+        with pytest.raises(ValueError):
+            function(np.zeros(5))
+
+
+def test_data_set_to_another_number_of_observations_is_read_anew():
+    """The number of observations of ``pm.Data`` may change between calls (``pm.set_data``)."""
+    x, outputs, (X, y) = _logistic_of_data(3)
+    llvm, stock = (pytensor.function([x], outputs, mode=mode) for mode in ("LLVM", "NUMBA"))
+    point = np.array([0.3, -0.2, 0.5, 0.1])
+    rng = np.random.default_rng(11)
+    X.set_value(rng.normal(size=(N_OBS + 7, 3)))
+    for function in (llvm, stock):
+        with pytest.raises(ValueError):
+            function(point)
+    y.set_value(rng.integers(0, 2, size=N_OBS + 7))
+    for got, want in zip(llvm(point), stock(point), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-10)

@@ -243,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
     unless ``--in-process``), the table and `format_summary` to stdout, progress to stderr, and with ``--json FILE``
     the rows and the summary."""
     from llvm_backend_bench.corpus import MODELS
-    from llvm_backend_bench.run import _versions
+    from llvm_backend_bench.run import _versions, write_json
 
     args = _arguments(argv)
     results = []
@@ -259,9 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json is not None:
         payload = {"versions": _versions(), "footnote": FOOTNOTE, "summary": summary}
         payload["results"] = [asdict(r) for r in results]
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(payload, indent=2) + "\n")
-        _progress(f"wrote {args.json}")
+        _progress(f"wrote {write_json(args.json, payload)}")
     return 0
 
 

@@ -29,11 +29,9 @@ The models: eight schools, the 85-group hierarchical model and the 65-parameter 
 
 import argparse
 import inspect
-import json
 import sys
 from dataclasses import replace
 from functools import partial
-from pathlib import Path
 from unittest import mock
 
 import numpy as np
@@ -73,6 +71,7 @@ __all__ = [
     "measure_calls",
     "reference_arguments",
     "regression_65p_logp",
+    "regression_likelihood",
 ]
 
 LIMIT_MODELS = ("eight_schools", "hierarchical_85", "regression_65p", "logistic_5p")
@@ -227,12 +226,41 @@ def hierarchical_85_logp(x, group, floor, y):
 
 
 @fast_njit
+def regression_likelihood(x, grad, first_beta, design_t, y):
+    """The log-likelihood ``y ~ Normal(intercept + design @ beta, sigma)`` of a vector ``x`` holding ``intercept``
+    and ``log sigma`` first and ``beta`` from ``first_beta``: adds its gradient into ``grad``'s ``beta`` and writes
+    ``grad[0]`` and ``grad[1]`` with the priors' terms too (intercept ~ Normal(0, 10); sigma ~ HalfNormal(1) and
+    its log-Jacobian). ``design_t`` is the design transposed, C-contiguous, so both passes over it, the residuals
+    and the gradient's dot products, run along contiguous columns, which LLVM vectorizes."""
+    n_cols = design_t.shape[0]
+    intercept, log_sigma = x[0], x[1]
+    sigma = np.exp(log_sigma)
+    inv_var = 1.0 / (sigma * sigma)
+    residual = y - intercept
+    for i in range(n_cols):
+        column, beta = design_t[i], x[first_beta + i]
+        for n in range(y.size):
+            residual[n] -= column[n] * beta
+    sum_r2 = sum_r = 0.0
+    for n in range(y.size):
+        sum_r2 += residual[n] * residual[n]
+        sum_r += residual[n]
+    for i in range(n_cols):
+        column, dot = design_t[i], 0.0
+        for n in range(y.size):
+            dot += column[n] * residual[n]
+        grad[first_beta + i] += dot * inv_var
+    grad[0] = sum_r * inv_var - intercept / 100.0
+    grad[1] = sum_r2 * inv_var - y.size + 1.0 - sigma * sigma
+    return -0.5 * sum_r2 * inv_var - y.size * (log_sigma + HALF_LOG_2PI)
+
+
+@fast_njit
 def regression_65p_logp(x, n_groups, design_t, y):
     """``[intercept, log sigma, mu_beta, log tau, log tau_g (n_groups), beta_i (columns)]``: intercept ~
     Normal(0, 10), sigma and tau ~ HalfNormal(1), mu_beta ~ Normal(0, 1), tau_g ~ HalfNormal(tau), beta_i ~
-    Normal(mu_beta, tau_(i mod n_groups)), y ~ Normal(intercept + design @ beta, sigma). ``design_t`` is the
-    design matrix transposed, C-contiguous (made once with the data), so both passes over it, the residuals
-    and the gradient's dot products, run along contiguous columns, which LLVM vectorizes."""
+    Normal(mu_beta, tau_(i mod n_groups)), y ~ Normal(intercept + design @ beta, sigma) (`regression_likelihood`;
+    ``design_t``, the design matrix transposed, is made once with the data)."""
     n_cols = design_t.shape[0]
     first_beta = 4 + n_groups
     intercept, log_sigma, mu_beta, log_tau = x[0], x[1], x[2], x[3]
@@ -254,24 +282,7 @@ def regression_65p_logp(x, n_groups, design_t, y):
         grad[first_beta + i] = -r / tau_k
         d_mu_beta += r / tau_k
         grad[4 + k] += r * r - 1.0
-    inv_var = 1.0 / (sigma * sigma)
-    residual = y - intercept
-    for i in range(n_cols):
-        column, beta = design_t[i], x[first_beta + i]
-        for n in range(y.size):
-            residual[n] -= column[n] * beta
-    sum_r2 = sum_r = 0.0
-    for n in range(y.size):
-        sum_r2 += residual[n] * residual[n]
-        sum_r += residual[n]
-    for i in range(n_cols):
-        column, dot = design_t[i], 0.0
-        for n in range(y.size):
-            dot += column[n] * residual[n]
-        grad[first_beta + i] += dot * inv_var
-    logp += -0.5 * sum_r2 * inv_var - y.size * (log_sigma + HALF_LOG_2PI)
-    grad[0] = sum_r * inv_var - intercept / 100.0
-    grad[1] = sum_r2 * inv_var - y.size + 1.0 - sigma * sigma
+    logp += regression_likelihood(x, grad, first_beta, design_t, y)
     grad[2], grad[3] = d_mu_beta, d_log_tau
     return logp, grad
 
@@ -403,7 +414,7 @@ def main(argv: list[str] | None = None) -> int:
     stderr, and with ``--json FILE`` the rows as `llvm-backend bench` writes its own (versions, footnote, cases,
     results), in FILE's directory, made if missing."""
     import llvm_backend  # noqa: F401  (registers the LLVM mode)
-    from llvm_backend_bench.run import FULL_ROUNDS, _versions
+    from llvm_backend_bench.run import FULL_ROUNDS, _versions, write_json
 
     parser = argparse.ArgumentParser(
         prog="python -m llvm_backend_bench.pymc_limit",
@@ -421,9 +432,7 @@ def main(argv: list[str] | None = None) -> int:
     print(format_calls_table(results))  # noqa: T201
     if args.json is not None:
         payload = {"versions": _versions(), "footnote": CALL_FOOTNOTE, "cases": cases, "results": as_json(results)}
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(payload, indent=2) + "\n")
-        _progress(f"wrote {args.json}")
+        _progress(f"wrote {write_json(args.json, payload)}")
     return 0
 
 

@@ -191,6 +191,14 @@ def _versions() -> dict:
     }
 
 
+def write_json(path: str | Path, payload: dict) -> Path:
+    """``payload`` as indented JSON at ``path``, its directory made if missing."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(payload, indent=2) + "\n")
+    return path
+
+
 def write_results(run: BenchRun, out_dir: Path) -> list[Path]:
     """Write ``bench.json`` and the PNG plots into ``out_dir``; return their paths."""
     out_dir.mkdir(parents=True, exist_ok=True)

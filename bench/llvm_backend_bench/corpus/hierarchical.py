@@ -18,7 +18,7 @@ coefficients (reference `regression_65p_docs_logp`).
 import numpy as np
 
 from llvm_backend_bench.corpus.model import CorpusModel
-from llvm_backend_bench.pymc_limit import LOG_10
+from llvm_backend_bench.pymc_limit import LOG_10, regression_likelihood
 from llvm_backend_bench.references import HALF_LOG_2PI, fast_njit
 
 __all__ = [
@@ -101,6 +101,22 @@ def eight_schools_noncentered():
     return model
 
 
+RADON_COORDS = {"county": [f"county_{j}" for j in range(N_COUNTIES)], "obs_id": range(N_RADON)}
+
+
+def _radon_data_in_model() -> tuple:
+    """The radon data as ``pm.Data`` of the model being built, each with ``dims="obs_id"``: the county index, the
+    floor and the outcome."""
+    import pymc as pm
+
+    county, floor, y = _radon_data()
+    return (
+        pm.Data("county_idx", county, dims="obs_id"),
+        pm.Data("floor", floor, dims="obs_id"),
+        pm.Data("log_radon", y, dims="obs_id"),
+    )
+
+
 def radon_centered_data():
     """Radon varying intercepts, centered, ``a ~ Normal(mu_a, sigma_a)`` of shape 85, the data in ``pm.Data``."""
     import pymc as pm
@@ -124,12 +140,8 @@ def radon_noncentered_data():
     ``dims`` and ``coords``."""
     import pymc as pm
 
-    county, floor, y = _radon_data()
-    coords = {"county": [f"county_{j}" for j in range(N_COUNTIES)], "obs_id": range(N_RADON)}
-    with pm.Model(coords=coords) as model:
-        county_idx = pm.Data("county_idx", county, dims="obs_id")
-        floor_data = pm.Data("floor", floor, dims="obs_id")
-        y_data = pm.Data("log_radon", y, dims="obs_id")
+    with pm.Model(coords=RADON_COORDS) as model:
+        county_idx, floor_data, y_data = _radon_data_in_model()
         mu_a = pm.Normal("mu_a", 0, 10)
         sigma_a = pm.HalfNormal("sigma_a", 1)
         z_a = pm.Normal("z_a", 0, 1, dims="county")
@@ -146,12 +158,8 @@ def varying_slopes_data():
     ``pm.Data``, ``dims`` and ``coords``."""
     import pymc as pm
 
-    county, floor, y = _radon_data()
-    coords = {"county": [f"county_{j}" for j in range(N_COUNTIES)], "obs_id": range(N_RADON)}
-    with pm.Model(coords=coords) as model:
-        county_idx = pm.Data("county_idx", county, dims="obs_id")
-        floor_data = pm.Data("floor", floor, dims="obs_id")
-        y_data = pm.Data("log_radon", y, dims="obs_id")
+    with pm.Model(coords=RADON_COORDS) as model:
+        county_idx, floor_data, y_data = _radon_data_in_model()
         mu_a = pm.Normal("mu_a", 0, 10)
         sigma_a = pm.HalfNormal("sigma_a", 1)
         z_a = pm.Normal("z_a", 0, 1, dims="county")
@@ -272,8 +280,8 @@ def varying_slopes_data_logp(x, county_idx, floor, y):
 def regression_65p_docs_logp(x, group, design_t, y):
     """``[intercept, log sigma, mu_beta, log tau, log tau_g (13), beta (48)]``: intercept ~ Normal(0, 10), sigma and
     tau ~ HalfNormal(1), mu_beta ~ Normal(0, 1), tau_g ~ HalfNormal(tau), beta ~ Normal(mu_beta, tau_g[group]),
-    y ~ Normal(intercept + design @ beta, sigma). ``design_t`` is the design transposed, C-contiguous (made once
-    with the data), so both passes over it run along contiguous columns."""
+    y ~ Normal(intercept + design @ beta, sigma) (`llvm_backend_bench.pymc_limit.regression_likelihood`;
+    ``design_t``, the design transposed, is made once with the data)."""
     n_cols = design_t.shape[0]
     n_groups = x.size - 4 - n_cols
     first_beta = 4 + n_groups
@@ -297,24 +305,7 @@ def regression_65p_docs_logp(x, group, design_t, y):
         grad[first_beta + i] = -r / tau_g[k]
         d_mu_beta += r / tau_g[k]
         grad[4 + k] += r * r - 1.0
-    inv_var = 1.0 / (sigma * sigma)
-    residual = y - intercept
-    for i in range(n_cols):
-        column, beta = design_t[i], x[first_beta + i]
-        for n in range(y.size):
-            residual[n] -= column[n] * beta
-    sum_r2 = sum_r = 0.0
-    for n in range(y.size):
-        sum_r2 += residual[n] * residual[n]
-        sum_r += residual[n]
-    for i in range(n_cols):
-        column, dot = design_t[i], 0.0
-        for n in range(y.size):
-            dot += column[n] * residual[n]
-        grad[first_beta + i] += dot * inv_var
-    logp += -0.5 * sum_r2 * inv_var - y.size * (log_sigma + HALF_LOG_2PI)
-    grad[0] = sum_r * inv_var - intercept / 100.0
-    grad[1] = sum_r2 * inv_var - y.size + 1.0 - sigma * sigma
+    logp += regression_likelihood(x, grad, first_beta, design_t, y)
     grad[2], grad[3] = d_mu_beta, d_log_tau
     return logp, grad
 

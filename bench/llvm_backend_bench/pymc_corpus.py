@@ -257,7 +257,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{format_inline_table(results, COLUMNS, baseline='NUMBA jit_fn')}\n\n{FOOTNOTE}\n")  # noqa: T201
     print(format_summary(summary))  # noqa: T201
     if args.json is not None:
-        payload = {"versions": _versions(), "footnote": FOOTNOTE, "summary": summary}
+        cases = {graph: {"family": "pymc_corpus", "n": None} for graph in dict.fromkeys(r.graph for r in results)}
+        payload = {"versions": _versions(), "footnote": FOOTNOTE, "cases": cases, "summary": summary}
         payload["results"] = [asdict(r) for r in results]
         _progress(f"wrote {write_json(args.json, payload)}")
     return 0

@@ -101,6 +101,7 @@ def test_the_command_measures_each_model_in_a_process_and_writes_the_summary(tmp
     printed = capsys.readouterr().out
     assert "| pymc_corpus/linear_constant | LLVM jit_fn |" in printed and "geometric mean" in printed
     payload = json.loads(out.read_text())
-    assert set(payload) == {"versions", "footnote", "summary", "results"}
+    assert set(payload) == {"versions", "footnote", "cases", "summary", "results"}
+    assert list(payload["cases"]) == ["pymc_corpus/linear_constant"]
     assert list(payload["summary"]["models"]) == ["pymc_corpus/linear_constant"]
     assert {row["graph"] for row in payload["results"]} == {"pymc_corpus/linear_constant"}

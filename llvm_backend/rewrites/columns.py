@@ -147,22 +147,26 @@ def _linear_predictors(fgraph) -> list:
     return replacements
 
 
-def _column_vector(fgraph, var: Variable) -> Variable | None:
-    """A vector of ``var[:, 0]``'s values for a float matrix ``var`` of one column: ``v`` for ``ExpandDims{axis=1}(
-    v)``; an elemwise of such columns and of single values (a gradient's ``ExpandDims{axis=1}(r) / sigma``), used
-    only here, as the same elemwise of their vectors, which fusion folds into the loop that reads it; else the view
-    ``var[:, 0]``. None for a matrix that may have more columns."""
-    if var.type.ndim != 2 or var.type.shape[1] != 1:
-        return None
+def _one_column(var: Variable) -> bool:
+    return var.type.ndim == 2 and var.type.shape[1] == 1
+
+
+def _column_vector(fgraph, var: Variable) -> Variable:
+    """A vector of ``var[:, 0]``'s values for a matrix ``var`` of one column (`_one_column`): ``v`` for
+    ``ExpandDims{axis=1}(v)``; an elemwise of such columns and of single values (a gradient's
+    ``ExpandDims{axis=1}(r) / sigma``), used only here, as the same elemwise of their vectors, which fusion folds
+    into the loop that reads it; else the view ``var[:, 0]``."""
     node = var.owner
     if node is not None and isinstance(node.op, DimShuffle) and node.op.new_order == (0, "x"):
         return node.inputs[0]
     if node is not None and type(node.op) is Elemwise and len(node.outputs) == 1 and len(fgraph.clients[var]) == 1:
-        vectors = [
-            i.dimshuffle(0) if i.type.broadcastable == (True, True) else _column_vector(fgraph, i) for i in node.inputs
-        ]
-        if None not in vectors:
-            return node.op(*vectors)
+        if all(i.type.broadcastable == (True, True) or _one_column(i) for i in node.inputs):
+            return node.op(
+                *(
+                    i.dimshuffle(0) if i.type.broadcastable == (True, True) else _column_vector(fgraph, i)
+                    for i in node.inputs
+                )
+            )
     return var[:, 0]
 
 
@@ -181,10 +185,9 @@ def _product_under(fgraph, var: Variable) -> tuple | None:
 
 
 def _narrow_dots(fgraph):
-    """Each ``(output, M, v, rows)``: ``output = Squeeze{axis=1}(Dot(M, m))`` (`_product_under`) whose ``Dot`` is
-    used only there, ``M`` a matrix and ``m`` a matrix of one column, ``v`` its values as a vector
-    (`_column_vector`), both of ``output``'s float dtype, ``rows`` the product's static number of rows (None if
-    unknown)."""
+    """Each ``(output, M, m, rows)``: ``output = Squeeze{axis=1}(Dot(M, m))`` (`_product_under`) whose ``Dot`` is
+    used only there, ``M`` a matrix and ``m`` a matrix of one column, both of ``output``'s float dtype, ``rows`` the
+    product's static number of rows (None if unknown)."""
     for node in fgraph.toposort():
         if not isinstance(node.op, DimShuffle) or node.op.new_order != (0,) or node.inputs[0].owner is None:
             continue
@@ -194,10 +197,10 @@ def _narrow_dots(fgraph):
         if found is None:
             continue
         dot, rows = found
-        matrix, v = dot.inputs[0], _column_vector(fgraph, dot.inputs[1])
+        matrix, column = dot.inputs
         [output] = node.outputs
-        if v is not None and matrix.type.dtype == v.type.dtype == output.type.dtype:
-            yield output, matrix, v, rows
+        if _one_column(column) and matrix.type.dtype == column.type.dtype == output.type.dtype:
+            yield output, matrix, column, rows
 
 
 def _transposed(var: Variable) -> Variable | None:
@@ -223,31 +226,35 @@ def _data_widths(dots: list) -> dict:
     below `MIN_COLUMNS` (a design matrix in ``pm.Data`` times its coefficients), which its transpose's products
     (the gradient's) take as their number of rows."""
     widths = {}
-    for _, matrix, v, _ in dots:
-        if not isinstance(matrix, TensorConstant) and v.type.shape[0] is not None and v.type.shape[0] < MIN_COLUMNS:
-            widths[matrix] = v.type.shape[0]
+    for _, matrix, column, _ in dots:
+        length = column.type.shape[0]
+        if not isinstance(matrix, TensorConstant) and length is not None and length < MIN_COLUMNS:
+            widths[matrix] = length
     return widths
 
 
-def _narrow_product(matrix: Variable, v: Variable, rows: int | None, widths: dict) -> Variable | None:
-    """``matrix @ v`` as the sum of the matrix's columns times ``v``'s items (fewer than `MIN_COLUMNS` columns,
-    ``v`` of that static length) or as the vector of its rows' sums of products with ``v`` (fewer than
-    `MIN_COLUMNS` rows, known from a constant's data or, for the transpose of a data matrix, from its columns in
-    ``widths`` or the product's static ``rows``); else None."""
+def _narrow_product(fgraph, matrix: Variable, column: Variable, rows: int | None, widths: dict) -> Variable | None:
+    """``matrix @ column`` (its vector ``v``, `_column_vector`) as the sum of the matrix's columns times ``v``'s
+    items (fewer than `MIN_COLUMNS` columns, ``v`` of that static length) or as the vector of its rows' sums of
+    products with ``v`` (fewer than `MIN_COLUMNS` rows, known from a constant's data or, for the transpose of a
+    data matrix, from its columns in ``widths`` or the product's static ``rows``); else None."""
+    length = column.type.shape[0]
     if isinstance(matrix, TensorConstant):
         rows, columns = matrix.data.shape
-        if columns < MIN_COLUMNS and v.type.shape[0] == columns:
+        if columns < MIN_COLUMNS and length == columns:
+            v = _column_vector(fgraph, column)
             return pt.add(*(pt.constant(matrix.data[:, j]) * v[j : j + 1] for j in range(columns)))
         if rows < MIN_COLUMNS:
+            v = _column_vector(fgraph, column)
             return pt.stack([pt.sum(pt.constant(matrix.data[i]) * v) for i in range(rows)])
         return None
-    if matrix in widths:
-        checked = _with_columns(matrix, widths[matrix])
-        return pt.add(*(checked[:, j] * v[j : j + 1] for j in range(widths[matrix])))
+    if widths.get(matrix) == length is not None:
+        v, checked = _column_vector(fgraph, column), _with_columns(matrix, length)
+        return pt.add(*(checked[:, j] * v[j : j + 1] for j in range(length)))
     data = _transposed(matrix)
     width = widths.get(data, rows) if data is not None else None
     if width is not None and width < MIN_COLUMNS:
-        checked = _with_columns(data, width)
+        v, checked = _column_vector(fgraph, column), _with_columns(data, width)
         return pt.stack([pt.sum(checked[:, i] * v) for i in range(width)])
     return None
 
@@ -258,8 +265,8 @@ def _narrow_products(fgraph) -> list:
     dots = list(_narrow_dots(fgraph))
     widths = _data_widths(dots)
     replacements = []
-    for output, matrix, v, rows in dots:
-        new = _narrow_product(matrix, v, rows, widths)
+    for output, matrix, column, rows in dots:
+        new = _narrow_product(fgraph, matrix, column, rows, widths)
         if new is not None:
             replacements.append(_replacing(output, new))
     return replacements

@@ -235,3 +235,15 @@ def test_data_set_to_another_number_of_observations_is_read_anew():
     y.set_value(rng.integers(0, 2, size=N_OBS + 7))
     for got, want in zip(llvm(point), stock(point), strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-10)
+
+
+def test_a_data_matrix_times_vectors_of_two_lengths_raises_as_stock_does():
+    """One data matrix times a vector of 3 and one of 5 values: whatever its width, one product does not fit, and
+    stock's Dot raises ValueError; the column products of the 3-value one must not read the 5-value one's first 3."""
+    X = pytensor.shared(np.ones((N_OBS, 3)), name="X", shape=(None, None))
+    a, b = pt.vector("a", shape=(3,)), pt.vector("b", shape=(5,))
+    outputs = [pt.sum(pt.dot(X, a)), pt.sum(pt.dot(X, b))]
+    llvm, stock = (pytensor.function([a, b], outputs, mode=mode) for mode in ("LLVM", "NUMBA"))
+    for function in (llvm, stock):
+        with pytest.raises(ValueError):
+            function(np.ones(3), np.ones(5))

@@ -548,12 +548,16 @@ class _TypedLoop:
             emitter.fill(context, builder, shape)
         impl = context.get_function(self.function, self.signature)
         n = len(spec.broadcastable)
+        once = self._read_once(context, builder, arrays, shape)
         with cgutils.loop_nest(builder, shape, _INTP) as indices:
             positions = [
                 _position(context, builder, arrays[n + k], _INTP(0) if broadcastable else indices[axis])
                 for k, (axis, broadcastable) in enumerate(spec.indices)
             ]
-            arguments = [self._argument(context, builder, arrays, values, k, indices, positions) for k in range(n)]
+            arguments = [
+                once[k] if k in once else self._argument(context, builder, arrays, values, k, indices, positions)
+                for k in range(n)
+            ]
             result = impl(builder, _call_arguments(context, builder, arguments, self.elements, self.signature.args))
             if isinstance(self.signature.return_type, types.BaseTuple):
                 items = [builder.extract_value(result, j, name=f"{e.name}.value") for j, e in enumerate(emitters)]
@@ -563,6 +567,40 @@ class _TypedLoop:
                 emitter.store(context, builder, indices, item, positions)
         returned = [emitter.value(context, builder, values) for emitter in emitters]
         return context.make_tuple(builder, self.return_type, returned)
+
+    def _read_once(self, context, builder, arrays, shape) -> dict:
+        """Per array input broadcastable along every axis of a loop of one or more, read through no index and
+        written by no output: its one element, read before the loop (fenced as a scalar input, `_fenced`), and
+        only when the loop runs, so an empty loop reads nothing. Read in the loop, it was read at every element:
+        LLVM cannot tell that the loop's stores (an indexed write's, above all) leave it alone. None of them does:
+        each writes a new array or an input the node destroys, which PyTensor keeps from being a view of another
+        of its inputs."""
+        spec = self.spec
+        written = {operand.into for operand in self.operands} | {operand.output.into for operand in self.operands}
+        once = [
+            k
+            for k, broadcastable in enumerate(spec.broadcastable)
+            if k in arrays
+            and broadcastable
+            and all(broadcastable)
+            and spec.read_through(k) is None
+            and k not in written
+        ]
+        if not once:
+            return {}
+        runs = cgutils.true_bit
+        for size in shape:
+            runs = builder.and_(runs, builder.icmp_signed(">", size, _INTP(0)))
+        slots = {}
+        for k in once:
+            array = arrays[k]
+            element = context.get_value_type(array.type.dtype)
+            slots[k] = alloca_once_value(builder, ir.Constant(element, None), f"{array.name}.once")
+        with builder.if_then(named(runs, "loop.runs")):
+            for k in once:
+                array = arrays[k]
+                builder.store(array.load(context, builder, [_INTP(0)] * spec.ndim, None), slots[k])
+        return {k: _fenced(builder, named(builder.load(slots[k]), f"{arrays[k].name}.element")) for k in once}
 
     def _argument(self, context, builder, arrays, values, k, indices, positions):
         """The function's input ``k`` at loop ``indices``: a scalar's value, an array's element there (through

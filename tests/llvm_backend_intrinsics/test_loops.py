@@ -1,3 +1,5 @@
+import re
+
 import llvmlite.binding as llvm
 import numpy as np
 import pytest
@@ -479,3 +481,44 @@ def test_a_mismatched_index_or_target_raises():
     )
     with pytest.raises(ValueError, match="target of an indexed Elemwise output"):
         _run(matrix, lambda_product_sum)(np.ones((3, 2)), np.ones((2, 2)), np.array([0, 1]), np.zeros((3, 5)))
+
+
+@njit
+def scaled(x, s):
+    return x * s, x * s
+
+
+def _scaled_into_positions(s_broadcastable: tuple):
+    """``y = x * s`` and ``target[idx] += x * s``, ``s`` an array of the loop's ndim, broadcast as given."""
+    spec = LoopSpec(
+        ((False,) * len(s_broadcastable), s_broadcastable),
+        (LoopOutput(F8), LoopOutput(F8, into=3, indexed=(0, "inc"))),
+        indices=((0, False),),
+        reads=(None, None),
+    )
+    return _run(spec, scaled)
+
+
+def _loads_of(run, name: str) -> int:
+    [overload] = run.overloads.values()
+    body = function_text(overload.library.get_llvm_str(), overload.fndesc.mangled_name)
+    return len(re.findall(rf"%{name}\.load[.\w]* = load ", body))
+
+
+@pytest.mark.parametrize("n", [0, 1, 9])
+def test_an_input_broadcast_along_every_axis_is_read_once_before_the_loop(n):
+    """Read in the loop, ``s[0]`` was read at every element: LLVM cannot tell the write at the positions leaves
+    it alone. Read once, the loop unrolled four times reads it once; ``s`` of the loop's length is read at
+    each. The values are numpy's, for an empty loop too."""
+    x, s, idx = np.arange(float(n)), np.array([2.0]), np.arange(n) % 3
+    target = np.ones(3)
+    run = _scaled_into_positions((True,))
+    y, written = run(x, s, idx, target)
+    np.testing.assert_array_equal(y, x * 2.0)
+    want = np.ones(3)
+    np.add.at(want, idx, x * 2.0)
+    np.testing.assert_array_equal(written, want)
+    assert _loads_of(run, "in1") == 1
+    along = _scaled_into_positions((False,))
+    along(x, np.full(n, 2.0), idx, np.ones(3))
+    assert _loads_of(along, "in1") > 1

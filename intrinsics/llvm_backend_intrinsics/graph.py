@@ -56,6 +56,7 @@ from llvm_backend_intrinsics.argpack import (
 from llvm_backend_intrinsics.functions import call_as_function
 from llvm_backend_intrinsics.naming import named, naming_call
 from llvm_backend_intrinsics.scalarpack import ScalarPackType
+from llvm_backend_intrinsics.vector_math import declare_math_of
 
 __all__ = ["GraphPlan", "PlanCall", "PlanItem", "graph_intrinsic"]
 
@@ -200,6 +201,7 @@ def _call(context, builder, function_type, signature, arguments, frame: dict):
     ):
         return context.get_function(function_type, signature)(builder, arguments)
     compiled = overloads[signature.args]
+    declare_math_of(builder.module, compiled.library)
     fndesc = compiled.fndesc
     if fndesc not in frame:
         frame[fndesc] = context.declare_function(builder.module, fndesc)

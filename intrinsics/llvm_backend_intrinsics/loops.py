@@ -27,6 +27,9 @@ Each float scalar input enters the loop through ``llvm.arithmetic.fence``, which
 not cross: a value computed once for the loop stays computed once. Without it, ``r * (a / b)`` (the invariant
 factors' product, ``llvm_backend.rewrites.products``) went back into the loop as ``(r * a) * (1 / b)``, two
 multiplies per item, from InstCombine's ``(X / Y) * Z -> (X * Z) / Y``.
+
+A body calling a C math function numba does not lower to an LLVM intrinsic (``log1p``, ``erf``, ``lgamma``,
+...) still vectorizes: the module declares vector variants of each (`llvm_backend_intrinsics.vector_math`).
 """
 
 from collections.abc import Callable
@@ -42,6 +45,7 @@ from numba.np.numpy_support import from_dtype
 from llvm_backend_intrinsics.functions import call_as_function
 from llvm_backend_intrinsics.naming import alloca_once_value, call_names, named, unpack_named
 from llvm_backend_intrinsics.reduction import combine_rule
+from llvm_backend_intrinsics.vector_math import declare_math_of, declare_vector_variants
 
 __all__ = ["LoopOutput", "LoopSpec", "loop_intrinsic", "node_loop_intrinsic"]
 
@@ -547,6 +551,8 @@ class _TypedLoop:
         for emitter in emitters:
             emitter.fill(context, builder, shape)
         impl = context.get_function(self.function, self.signature)
+        if isinstance(self.function, types.Dispatcher):
+            declare_math_of(builder.module, self.function.dispatcher.overloads[self.signature.args].library)
         n = len(spec.broadcastable)
         once = self._read_once(context, builder, arrays, shape)
         with cgutils.loop_nest(builder, shape, _INTP) as indices:
@@ -565,6 +571,7 @@ class _TypedLoop:
                 items = [named(result, f"{emitters[0].name}.value")]
             for emitter, item in zip(emitters, items, strict=True):
                 emitter.store(context, builder, indices, item, positions)
+        declare_vector_variants(builder.module)
         returned = [emitter.value(context, builder, values) for emitter in emitters]
         return context.make_tuple(builder, self.return_type, returned)
 

@@ -4,6 +4,7 @@ import subprocess
 import sys
 import textwrap
 
+import numpy as np
 import pytest
 
 from llvm_backend.codegen import SCALAR_PACK_MIN
@@ -85,3 +86,39 @@ def test_concurrent_processes_share_one_cache(tmp_path):
     third = _run(tmp_path, "LLVM")
     assert third["values"] == EXPECTED
     assert (third["hits"], third["misses"]) == (1, 0)
+
+
+TWO_LOOPS_CALLING_LOG1P = textwrap.dedent(
+    """
+    import json
+    import numpy as np, pytensor, pytensor.tensor as pt
+    import llvm_backend
+    x, s = pt.dvector("x"), pt.dscalar("s")
+    first = pytensor.function([x, s], pt.log1p(x) / s + pt.sqrt(x) / (s + x), mode="LLVM")
+    second = pytensor.function([x, s], (pt.log1p(x) * s - x / (s + x)).sum(), mode="LLVM")
+    values = np.linspace(0.0, 2.0, 101)
+    results = [first(values, 1.5).tolist(), float(second(values, 1.5))]
+    hits = sum(sum(f.vm.graph_fn.stats.cache_hits.values()) for f in (first, second))
+    print(json.dumps({"values": results, "hits": hits}))
+    """
+)
+
+
+@pytest.mark.slow
+def test_two_cached_functions_defining_one_vector_variant_load_into_one_process(tmp_path):
+    """Each function's library defines the ``weak_odr`` vector variant of ``log1p``
+    (``llvm_backend_intrinsics.vector_math``); a second process loads both from the cache and runs both."""
+    env = os.environ | {"PYTENSOR_FLAGS": f"base_compiledir={tmp_path}"}
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", TWO_LOOPS_CALLING_LOG1P], env=env, capture_output=True, text=True, timeout=600
+        )
+        for _ in range(2)
+    ]
+    assert all(run.returncode == 0 for run in runs), [run.stderr for run in runs]
+    first, second = (json.loads(run.stdout.splitlines()[-1]) for run in runs)
+    values = np.linspace(0.0, 2.0, 101)
+    np.testing.assert_allclose(second["values"][0], np.log1p(values) / 1.5 + np.sqrt(values) / (1.5 + values))
+    np.testing.assert_allclose(second["values"][1], (np.log1p(values) * 1.5 - values / (1.5 + values)).sum())
+    assert second["values"] == first["values"]
+    assert (first["hits"], second["hits"]) == (0, 2)

@@ -1,6 +1,9 @@
 """Our loop lowering of Elemwise, ScalarizedElemwise and FusedElemwise (`llvm_backend.lowerings.loops`) against
 stock NUMBA and the py linker: dtypes, layouts, broadcasting, 0-d to 4-d, empty arrays, NaN, overflow, errors."""
 
+import re
+
+import llvmlite.binding as llvm
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
@@ -13,6 +16,7 @@ from llvm_backend.codegen import NATIVE_SCALARS
 from llvm_backend.dispatch import lowering_for
 from llvm_backend.lowerings.loops import loop_spec, lowers_loop
 from llvm_backend.tools.graphs import logp_grad
+from llvm_backend.tools.inspect_ir import stage_text
 from llvm_backend.tools.measure import allocations_per_call
 from llvm_backend.tools.testing import PY_MODE, compare_llvm_numba_and_py
 
@@ -275,3 +279,24 @@ def test_an_unsigned_index():
     assert _indexed(fn)
     with pytest.raises(IndexError):
         fn(np.arange(3.0), np.ones(2), np.array([2, 3], "uint16"))
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_a_loop_calling_c_math_functions_agrees_with_stock_and_py_and_vectorizes_through_their_variants(dtype):
+    """``log1p`` (numpy's, in the loop's own code) and ``gammaln`` (stock's ``math.lgamma``, a library linked
+    in) are calls to the C library, which kept the whole loop scalar; through their vector variants
+    (``llvm_backend_intrinsics.vector_math``) the loop vectorizes where the host's vectors pay (AVX2 and wider),
+    with the values of stock and of the py linker."""
+    x, s = pt.vector("x", dtype=dtype), pt.scalar("s", dtype=dtype)
+    per_item = [pt.log1p(x) / s + pt.sqrt(x) / (s + x), pt.gammaln(x + 1) / s - x / (s + x)]
+    others = (pt.expm1(x) + pt.tanh(x) + pt.arctan(x) + pt.arcsinh(x) + pt.erfc(x)) / (s + x)
+    outputs = [*per_item, others, others.sum()]
+    values = [RNG.uniform(0.1, 3.0, 1001).astype(dtype), np.asarray(1.7, dtype=dtype)]
+    fn, _ = compare_llvm_numba_and_py([x, s], outputs, values)
+    assert _ours(fn)
+    scalar, kind = ("", "double") if dtype == "float64" else ("f", "float")
+    optimized = stage_text(fn, "llvm-opt")
+    host_has_avx2 = bool(llvm.get_host_cpu_features().get("avx2", False))
+    for function in ("log1p", "lgamma"):
+        called = re.search(rf"call [^\n]*<\d+ x {kind}> @\"?llvm_backend\.vector\.{function}{scalar}\.\d+", optimized)
+        assert called or not host_has_avx2, function

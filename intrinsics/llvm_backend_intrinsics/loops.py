@@ -226,7 +226,11 @@ def _emit_target_shapes(context, builder, arrays, spec: LoopSpec, shape) -> None
 
 def _emit_index_checks(context, builder, arrays, spec: LoopSpec) -> None:
     """IndexError unless every position index array ``k`` holds is within every array read or written through
-    it, along its axis: ``-size <= position < size`` for the shortest."""
+    it, along its axis: ``-size <= position < size`` for the shortest.
+
+    The positions are checked without a branch, each one's verdict or-ed into one flag tested after the loop: a
+    loop leaving at the first position outside is one LLVM cannot vectorize, and it was a pass of a compare, a
+    branch and a load per position over an index as long as the data."""
     n = len(spec.broadcastable)
     for k, (axis, _) in enumerate(spec.indices):
         users = _users(spec, k)
@@ -238,6 +242,7 @@ def _emit_index_checks(context, builder, arrays, spec: LoopSpec) -> None:
             shorter = builder.icmp_signed("<", other, size, name="shorter")
             size = builder.select(shorter, other, size, name=f"index{k}.bound")
         index = arrays[n + k]
+        any_outside = alloca_once_value(builder, cgutils.false_bit, name=f"index{k}.any_outside")
         with cgutils.for_range(builder, index.shapes[0]) as loop:
             position = _position(context, builder, index, loop.index)
             if index.type.dtype.signed:
@@ -247,9 +252,10 @@ def _emit_index_checks(context, builder, arrays, spec: LoopSpec) -> None:
             else:
                 # a uint64 position past intp's range reads as negative: unsigned, it is past any size
                 outside = builder.icmp_unsigned(">=", position, size, name="outside")
-            with builder.if_then(outside, likely=False):
-                message = f"index out of bounds in axis {axis} of an indexed Elemwise input or output (index {n + k})"
-                context.call_conv.return_user_exc(builder, IndexError, (message,))
+            builder.store(builder.or_(builder.load(any_outside), outside, name="any_outside"), any_outside)
+        with builder.if_then(builder.load(any_outside), likely=False):
+            message = f"index out of bounds in axis {axis} of an indexed Elemwise input or output (index {n + k})"
+            context.call_conv.return_user_exc(builder, IndexError, (message,))
 
 
 def _position(context, builder, index, at):

@@ -522,3 +522,22 @@ def test_an_input_broadcast_along_every_axis_is_read_once_before_the_loop(n):
     along = _scaled_into_positions((False,))
     along(x, np.full(n, 2.0), idx, np.ones(3))
     assert _loads_of(along, "in1") > 1
+
+
+def test_the_positions_are_checked_in_a_loop_llvm_vectorizes():
+    """Each position's verdict is or-ed into one flag tested after the loop, so the check of an index as long as
+    the data is a vector loop (on hosts with AVX2 and wider), not a compare and a branch per position; a position
+    out of bounds anywhere still raises before anything is written."""
+    n = 1001
+    x, idx = np.arange(float(n)), np.arange(n) % 3
+    run = _scaled_into_positions((True,))
+    run(x, np.array([2.0]), idx, np.ones(3))
+    [overload] = run.overloads.values()
+    if llvm.get_host_cpu_features().get("avx2", False):
+        assert re.search(r"= or <\d+ x i1> ", overload.library.get_llvm_str())
+    for at in (0, n // 2, n - 1):
+        outside, target = idx.copy(), np.ones(3)
+        outside[at] = 3
+        with pytest.raises(IndexError, match="index out of bounds"):
+            run(x, np.array([2.0]), outside, target)
+        np.testing.assert_array_equal(target, np.ones(3))

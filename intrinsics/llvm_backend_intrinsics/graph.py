@@ -201,10 +201,10 @@ def _call(context, builder, function_type, signature, arguments, frame: dict):
     ):
         return context.get_function(function_type, signature)(builder, arguments)
     compiled = overloads[signature.args]
-    declare_math_of(builder.module, compiled.library)
     fndesc = compiled.fndesc
     if fndesc not in frame:
         frame[fndesc] = context.declare_function(builder.module, fndesc)
+        declare_math_of(builder.module, compiled.library)
     callee = frame[fndesc]
     slot_type = return_slot_type(context, fndesc.restype)
     if slot_type not in frame:

@@ -8,7 +8,7 @@ indexes. `check_indices` makes the intrinsic that checks every index array of a 
 axes of ``x`` it indexes, so the read or update can be called once all are known good.
 
 Layering: typing (`_check_types`) -> the ``@intrinsic`` glue (`check_indices`) -> the emitters ``_emit_*``; the
-exception's message is formatted when numba boxes it (`_MessageType`), as numpy words it.
+exception's message is formatted when numba boxes it (`llvm_backend_intrinsics.messages`), as numpy words it.
 
 What it computes, as Python (``checks`` is static: one `IndexCheck` per index array):
 
@@ -26,10 +26,11 @@ from functools import cache
 from typing import NamedTuple
 
 from numba.core import cgutils, errors, types
-from numba.extending import box, intrinsic, models, register_model
+from numba.extending import intrinsic
 from numba.np.arrayobj import load_item
 
-from llvm_backend_intrinsics.naming import named, named_aggregate, unpack_named
+from llvm_backend_intrinsics.messages import MessageType, raise_formatted
+from llvm_backend_intrinsics.naming import named, unpack_named
 
 __all__ = ["IndexCheck", "check_indices", "mask_mismatch_message", "out_of_bounds_message"]
 
@@ -58,37 +59,8 @@ def mask_mismatch_message(axis, size, mask_size) -> str:
     )
 
 
-class _MessageType(types.Type):
-    """The integers of an IndexError's message, raised as a plain IndexError whose one argument is the message:
-    a dynamic exception boxes each argument, and this type boxes to ``formatter(*fields)``."""
-
-    def __init__(self, formatter, fields: tuple):
-        self.formatter = formatter
-        self.fields = fields
-        super().__init__(name=f"IndexMessage({formatter.__name__}, {', '.join(map(str, fields))})")
-
-
-@register_model(_MessageType)
-class _MessageModel(models.StructModel):
-    def __init__(self, dmm, fe_type):
-        super().__init__(dmm, fe_type, [(f"f{k}", field) for k, field in enumerate(fe_type.fields)])
-
-
-@box(_MessageType)
-def _box_message(typ, val, c):
-    fields = [
-        named(c.box(field, c.builder.extract_value(val, k, name=f"field{k}")), f"field{k}.boxed")
-        for k, field in enumerate(typ.fields)
-    ]
-    formatter = named(c.pyapi.unserialize(c.pyapi.serialize_object(typ.formatter)), "formatter")
-    message = named(c.pyapi.call_function_objargs(formatter, fields), "message")
-    for obj in (formatter, *fields):
-        c.pyapi.decref(obj)
-    return message
-
-
-_MASK_MISMATCH = _MessageType(mask_mismatch_message, (types.intp, types.intp, types.intp))
-_OUT_OF_BOUNDS = _MessageType(out_of_bounds_message, (types.intp, types.intp, types.intp))
+_MASK_MISMATCH = MessageType(mask_mismatch_message, (types.intp, types.intp, types.intp))
+_OUT_OF_BOUNDS = MessageType(out_of_bounds_message, (types.intp, types.intp, types.intp))
 
 
 # ---------------------------------------------------------------- typing
@@ -113,11 +85,9 @@ def _check_types(checks: tuple, x, arguments) -> None:
 # ---------------------------------------------------------------- emitters
 
 
-def _emit_raise(context, builder, message_type: _MessageType, values) -> None:
-    """Return an IndexError whose message ``message_type`` formats of ``values`` (the struct of them named
-    ``message``)."""
-    message = named_aggregate(cgutils.make_anonymous_struct(builder, values), "message")
-    context.call_conv.return_dynamic_user_exc(builder, IndexError, (message,), (message_type,))
+def _emit_raise(context, builder, message_type: MessageType, values) -> None:
+    """Return an IndexError whose message ``message_type`` formats of ``values``."""
+    raise_formatted(context, builder, IndexError, message_type, values)
 
 
 def _emit_mask_check(context, builder, x_shapes, mask_type, mask, axis: int) -> None:

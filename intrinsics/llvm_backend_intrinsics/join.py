@@ -18,11 +18,12 @@ from typing import NamedTuple
 import numpy as np
 from llvmlite import ir
 from numba.core import cgutils, errors, types
-from numba.extending import box, intrinsic, models, register_model
+from numba.extending import intrinsic
 from numba.np import numpy_support
 from numba.np.arrayobj import _empty_nd_impl
 
 from llvm_backend_intrinsics.argpack import ArrayPackType
+from llvm_backend_intrinsics.messages import MessageType, raise_formatted
 from llvm_backend_intrinsics.naming import alloca_once_value, call_names, named, unpack_named
 
 _INTP = cgutils.intp_t
@@ -36,32 +37,7 @@ def shape_mismatch_message(bad_input, dim, size, first_size, axis):
     )
 
 
-class _ShapeMismatchType(types.Type):
-    """The five integers of a size mismatch, raised as a plain ValueError whose one argument is
-    their message: a dynamic exception boxes each argument, and this type boxes to the string."""
-
-    def __init__(self):
-        super().__init__(name="JoinShapeMismatch")
-
-
-_SHAPE_MISMATCH = _ShapeMismatchType()
-_MISMATCH_FIELDS = ("bad_input", "dim", "size", "first_size", "axis")
-
-
-@register_model(_ShapeMismatchType)
-class _ShapeMismatchModel(models.StructModel):
-    def __init__(self, dmm, fe_type):
-        super().__init__(dmm, fe_type, [(name, types.intp) for name in _MISMATCH_FIELDS])
-
-
-@box(_ShapeMismatchType)
-def _box_shape_mismatch(typ, val, c):
-    fields = [c.box(types.intp, c.builder.extract_value(val, i, name=name)) for i, name in enumerate(_MISMATCH_FIELDS)]
-    formatter = c.pyapi.unserialize(c.pyapi.serialize_object(shape_mismatch_message))
-    message = c.pyapi.call_function_objargs(formatter, fields)
-    for obj in (formatter, *fields):
-        c.pyapi.decref(obj)
-    return message
+_SHAPE_MISMATCH = MessageType(shape_mismatch_message, (types.intp,) * 5)
 
 
 class _InputTable(NamedTuple):
@@ -201,8 +177,7 @@ def _emit_size_checks(context, builder, k, shape, first_shape, axis):
         bad = builder.or_(bad, mismatch, name="bad")
     with builder.if_then(bad, likely=False):
         sizes = (_select_dim(builder, shape, bad_dim), _select_dim(builder, first_shape, bad_dim))
-        mismatch = cgutils.make_anonymous_struct(builder, (k, bad_dim, *sizes, axis))
-        context.call_conv.return_dynamic_user_exc(builder, ValueError, (mismatch,), (_SHAPE_MISMATCH,))
+        raise_formatted(context, builder, ValueError, _SHAPE_MISMATCH, (k, bad_dim, *sizes, axis))
 
 
 def _emit_validation(context, builder, table, n_inputs, ndim, axis):

@@ -105,3 +105,18 @@ def test_the_command_measures_each_model_in_a_process_and_writes_the_summary(tmp
     assert list(payload["cases"]) == ["pymc_corpus/linear_constant"]
     assert list(payload["summary"]["models"]) == ["pymc_corpus/linear_constant"]
     assert {row["graph"] for row in payload["results"]} == {"pymc_corpus/linear_constant"}
+
+
+@pytest.mark.slow
+def test_the_compile_family_measures_each_mode_cold_and_warm_in_fresh_processes(tmp_path):
+    from llvm_backend_bench.corpus_compile import main as compile_main
+
+    assert compile_main(["--model", "linear_data", "--json", str(tmp_path / "compile.json")]) == 0
+    payload = json.loads((tmp_path / "compile.json").read_text())
+    rows = {row["mode"]: row for row in payload["results"]}
+    assert {"LLVM", "NUMBA"} <= set(rows)
+    for row in rows.values():
+        assert row["model"] == "linear_data" and 0 < row["warm_s"] and 0 < row["cold_s"]
+    assert (
+        payload["summary"]["models"]["linear_data"]["cold_vs_numba"] == rows["LLVM"]["cold_s"] / rows["NUMBA"]["cold_s"]
+    )

@@ -124,3 +124,23 @@ def test_the_graph_key_holds_the_graph_writers_source(monkeypatch):
     before = _key(fgraph)
     monkeypatch.setattr(codegen, "source_hash", lambda module: f"changed {module}")
     assert _key(fgraph) != before
+
+
+def test_a_lowerings_salt_follows_the_modules_its_intrinsic_emits_through(monkeypatch):
+    """``messages`` is imported by the shapes intrinsic, not by anything the views' lowerings import: a change to
+    it alone changes the keys of SpecifyShape's nodes and leaves DimShuffle's."""
+    from pytensor.tensor.elemwise import DimShuffle
+    from pytensor.tensor.shape import SpecifyShape
+
+    def salts():
+        dispatch.source_hash.cache_clear()
+        return LOWERINGS[SpecifyShape].salt, LOWERINGS[DimShuffle].salt
+
+    before = salts()
+    read = dispatch._source
+    changed = "llvm_backend_intrinsics.messages"
+    monkeypatch.setattr(dispatch, "_source", lambda name: read(name) + ("\n# changed" if name == changed else ""))
+    after = salts()
+    monkeypatch.undo()
+    dispatch.source_hash.cache_clear()
+    assert after[0] != before[0] and after[1] == before[1]

@@ -25,6 +25,9 @@ __all__ = ["COMPILE_MODES", "Compile", "compile_job", "format_compiles", "main",
 
 COMPILE_MODES = ("LLVM", "NUMBA", "JAX")
 PROCESSES = ("cold", "warm")
+JOB = "llvm_backend_bench.corpus_compile:compile_job"
+"""What each fresh process runs (`compile_job`), named by its module's import name: run as ``python -m``, this
+module is ``__main__``, which the fresh process cannot import."""
 FOOTNOTE = "Seconds to compile the model's graph as PyMC does and call it once; LLVM's ratios (to NUMBA / to JAX)."
 
 
@@ -70,7 +73,7 @@ def measure_compiles(names: list[str], progress) -> list[Compile]:
                 continue
             progress(f"pymc_corpus/compile/{name}: {mode}, cold then warm (fresh processes)")
             try:
-                measured = cold_call(f"{__name__}:compile_job", name, mode, warm=True)
+                measured = cold_call(JOB, name, mode, warm=True)
             except RuntimeError as error:
                 if mode != "JAX":
                     raise

@@ -148,7 +148,12 @@ def main(argv: list[str] | None = None) -> int:
     summary = summarize(rows)
     print(format_compiles(rows, summary))  # noqa: T201
     if args.json is not None:
-        payload = {"versions": _versions(), "summary": summary, "results": [asdict(row) for row in rows]}
+        cases = {
+            f"pymc_corpus/{model}": {"family": "pymc_corpus", "n": None}
+            for model in dict.fromkeys(r.model for r in rows)
+        }
+        payload = {"versions": _versions(), "footnote": FOOTNOTE, "cases": cases, "summary": summary}
+        payload["compiles"] = [asdict(row) for row in rows]
         progress(f"wrote {write_json(args.json, payload)}")
     return 0
 

@@ -113,7 +113,7 @@ def test_the_compile_family_measures_each_mode_cold_and_warm_in_fresh_processes(
 
     assert compile_main(["--model", "linear_data", "--json", str(tmp_path / "compile.json")]) == 0
     payload = json.loads((tmp_path / "compile.json").read_text())
-    rows = {row["mode"]: row for row in payload["results"]}
+    rows = {row["mode"]: row for row in payload["compiles"]}
     assert {"LLVM", "NUMBA"} <= set(rows)
     for row in rows.values():
         assert row["model"] == "linear_data" and 0 < row["warm_s"] and 0 < row["cold_s"]

@@ -27,7 +27,7 @@ from numba.np.arrayobj import _empty_nd_impl, load_item
 from llvm_backend_intrinsics.messages import MessageType, raise_formatted
 from llvm_backend_intrinsics.naming import call_names, named, unpack_named
 
-__all__ = ["array_shape", "shape_entry", "specify_shape", "specify_shape_message"]
+__all__ = ["array_shape", "emit_size", "shape_entry", "size_type", "specify_shape", "specify_shape_message"]
 
 _SHAPE_TYPE = types.int64
 """The dtype of what ``Shape`` and ``Shape_i`` return (PyTensor's ``int64``)."""
@@ -41,22 +41,27 @@ def specify_shape_message(dim, size, expected) -> str:
 # ---------------------------------------------------------------- typing
 
 
+def size_type(ty, what: str):
+    """The integer type of a size argument: an integer, or a 0-d integer array (read as its item)."""
+    item = ty.dtype if isinstance(ty, types.Array) and ty.ndim == 0 else ty
+    if not isinstance(item, types.Integer):
+        raise errors.TypingError(f"{what} must be an integer, got {ty}")
+    return item
+
+
 def _expected_type(ty, dim: int):
     """The integer type of an expected size (an integer, or a 0-d integer array read as its item), or None for
     a dimension left unchecked (a ``None`` argument)."""
     if isinstance(ty, types.NoneType | types.Omitted):
         return None
-    item = ty.dtype if isinstance(ty, types.Array) and ty.ndim == 0 else ty
-    if not isinstance(item, types.Integer):
-        raise errors.TypingError(f"specify_shape: the size of dim {dim} must be an integer or None, got {ty}")
-    return item
+    return size_type(ty, f"specify_shape: the size of dim {dim} (or None)")
 
 
 # ---------------------------------------------------------------- emitters
 
 
-def _emit_item(context, builder, ty, value, name: str):
-    """An expected size's integer as an ``intp`` (a 0-d array's item), named ``name``."""
+def emit_size(context, builder, ty, value, name: str):
+    """A size argument's integer (an integer, or a 0-d integer array's item) as an ``intp``, named ``name``."""
     item_type = ty
     if isinstance(ty, types.Array):
         array = context.make_array(ty)(context, builder, value)
@@ -117,9 +122,7 @@ def specify_shape(typingctx, x, *expected):
             if ty is None:
                 continue
             name = names.arguments[1 + d]
-            want = _emit_item(
-                context, builder, expected[d], builder.extract_value(packed, d, name=name), f"{name}.size"
-            )
+            want = emit_size(context, builder, expected[d], builder.extract_value(packed, d, name=name), f"{name}.size")
             differs = builder.icmp_signed("!=", shapes[d], want, name=f"{names.arguments[0]}.shape{d}.differs")
             with cgutils.if_unlikely(builder, differs):
                 raise_formatted(context, builder, AssertionError, _MISMATCH, (cgutils.intp_t(d), shapes[d], want))

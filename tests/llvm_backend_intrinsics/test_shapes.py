@@ -70,7 +70,7 @@ def test_the_message_is_stocks_wording():
     ("function", "arguments", "match"),
     [
         (lambda x, a: specify_shape(x, a), (np.zeros((2, 2)), 2), "1 sizes for an array of 2 dimensions"),
-        (lambda x, a: specify_shape(x, a), (np.zeros(2), 2.0), "must be an integer or None"),
+        (lambda x, a: specify_shape(x, a), (np.zeros(2), 2.0), "dim 0 \\(or None\\) must be an integer"),
         (lambda x, a: specify_shape(x, a), (2.0, 2), "x must be an array"),
         (lambda x, a: shape_entry(2)(x), (np.zeros((2, 2)), 0), "with axis 2"),
         (lambda x, a: array_shape(a), (np.zeros(2), 1), "x must be an array"),

@@ -1,0 +1,131 @@
+"""A new array of a given shape filled with a value broadcast into it: PyTensor's ``Alloc``, emitted where it is
+called.
+
+Stock numba compiles each ``Alloc`` node as an ``@njit`` function of its own, whose fill by a scalar is numba's
+``res[...] = value``, its array-assignment machinery typed and lowered in every fresh process. Here it is a loop
+nest of the graph's module. The checks and errors are stock's: each axis of the value that is not statically of
+length 1 must have the output's length along the axis it aligns with (the value's axes align with the output's
+last ones), else a ``ValueError``; a negative size is numba's ``ValueError`` for ``np.empty``.
+
+Layering: typing (`_check_types`) -> the ``@intrinsic`` glue (`alloc_fill`) -> the emitters ``_emit_*``.
+
+    alloc_fill((False, True))(value, n, m, k)  # value of shape (m, 1): np.broadcast_to(value, (n, m, k)).copy()
+"""
+
+from functools import cache
+
+from numba.core import cgutils, errors, types
+from numba.core.imputils import impl_ret_new_ref
+from numba.extending import intrinsic
+from numba.np.arrayobj import _empty_nd_impl, load_item, store_item
+
+from llvm_backend_intrinsics.naming import call_names, named, unpack_named
+from llvm_backend_intrinsics.shapes import emit_size, size_type
+
+__all__ = ["MISMATCH_ERROR", "RUNTIME_BROADCAST_ERROR", "alloc_fill"]
+
+_INTP = cgutils.intp_t
+
+MISMATCH_ERROR = "could not broadcast input array into the shape requested by Alloc"
+"""Stock's ``ValueError`` when an axis of the value has neither the output's length nor length 1."""
+RUNTIME_BROADCAST_ERROR = (
+    "Runtime broadcasting not allowed. The output of Alloc requires broadcasting a dimension of the input value,"
+    " which was not marked as broadcastable. If broadcasting was intended, use `specify_broadcastable` on the"
+    " relevant input."
+)
+"""Stock's ``ValueError`` (PyTensor's ``Alloc._runtime_broadcast_error_msg``) when an axis of the value not
+statically of length 1 has length 1 and the output's is another."""
+
+
+# ---------------------------------------------------------------- typing
+
+
+def _check_types(value, sizes, broadcast: tuple):
+    """The value's dtype; a TypingError unless ``value`` is a number, a bool or an array of them with one entry
+    of ``broadcast`` per axis and no more axes than ``sizes``, each size an integer."""
+    for k, size in enumerate(sizes):
+        size_type(size, f"alloc_fill: size {k}")
+    if isinstance(value, types.Number | types.Boolean):
+        ndim, dtype = 0, value
+    elif isinstance(value, types.Array) and isinstance(value.dtype, types.Number | types.Boolean):
+        ndim, dtype = value.ndim, value.dtype
+    else:
+        raise errors.TypingError(f"alloc_fill: value must be a number or an array of numbers, got {value}")
+    if ndim != len(broadcast) or ndim > len(sizes):
+        raise errors.TypingError(
+            f"alloc_fill: a value of {ndim} axes with {len(broadcast)} broadcast flags into {len(sizes)} axes"
+        )
+    return dtype
+
+
+# ---------------------------------------------------------------- emitters
+
+
+def _emit_checks(context, builder, value_shapes, out_shapes, broadcast, name: str) -> None:
+    """Stock's ValueErrors, in its order (the last axis first), for a value axis not statically of length 1 whose
+    length is not the output's."""
+    offset = len(out_shapes) - len(value_shapes)
+    for axis in reversed(range(len(value_shapes))):
+        if broadcast[axis]:
+            continue
+        size, want = value_shapes[axis], out_shapes[offset + axis]
+        with cgutils.if_unlikely(builder, builder.icmp_signed("!=", size, want, name=f"{name}.shape{axis}.differs")):
+            one = builder.icmp_signed("==", size, size.type(1), name=f"{name}.shape{axis}.is_one")
+            with builder.if_else(one) as (is_one, other):
+                with is_one:
+                    context.call_conv.return_user_exc(builder, ValueError, (RUNTIME_BROADCAST_ERROR,))
+                with other:
+                    context.call_conv.return_user_exc(builder, ValueError, (MISMATCH_ERROR,))
+
+
+# ---------------------------------------------------------------- intrinsics
+
+
+@cache
+def alloc_fill(broadcast: tuple):
+    """The intrinsic ``fill(value, *sizes)``: a new C-contiguous array of shape ``sizes`` (integers or 0-d integer
+    arrays) holding ``value`` (a number, or an array whose axes align with the output's last ones) broadcast into
+    it. ``broadcast[k]`` says axis ``k`` of the value is statically of length 1 (read at index 0); every other axis
+    must have the output's length (else stock's ValueError)."""
+
+    @intrinsic
+    def fill(typingctx, value, *sizes):
+        dtype = _check_types(value, sizes, broadcast)
+        out_type = types.Array(dtype, len(sizes), "C")
+
+        def codegen(context, builder, signature, args):
+            names = call_names(1 + len(sizes), 1)
+            name, out = names.arguments[0], names.outputs[0]
+            source, packed = args
+            out_shapes = [
+                emit_size(
+                    context, builder, sizes[k], builder.extract_value(packed, k), f"{names.arguments[1 + k]}.size"
+                )
+                for k in range(len(sizes))
+            ]
+            if isinstance(value, types.Array):
+                array = context.make_array(value)(context, builder, source)
+                named(array._getpointer(), f"{name}.struct")
+                value_shapes = unpack_named(builder, named(array.shape, f"{name}.shape"), value.ndim, f"{name}.shape")
+                strides = unpack_named(builder, named(array.strides, f"{name}.strides"), value.ndim, f"{name}.stride")
+                _emit_checks(context, builder, value_shapes, out_shapes, broadcast, name)
+            result = _empty_nd_impl(context, builder, out_type, out_shapes)
+            data = named(result.data, f"{out}.data")
+            out_strides = cgutils.unpack_tuple(builder, result.strides, out_type.ndim)
+            offset = len(sizes) - len(broadcast)
+            with cgutils.loop_nest(builder, out_shapes, _INTP) as index:
+                if isinstance(value, types.Array):
+                    at = [_INTP(0) if broadcast[k] else index[offset + k] for k in range(value.ndim)]
+                    pointer = cgutils.get_item_pointer2(
+                        context, builder, array.data, value_shapes, strides, value.layout, at
+                    )
+                    item = named(load_item(context, builder, value, pointer), f"{name}.item")
+                else:
+                    item = source
+                pointer = cgutils.get_item_pointer2(context, builder, data, out_shapes, out_strides, "C", list(index))
+                store_item(context, builder, out_type, item, pointer)
+            return impl_ret_new_ref(context, builder, out_type, named(result._getvalue(), out))
+
+        return out_type(value, types.StarArgTuple(sizes)), codegen
+
+    return fill

@@ -1,0 +1,60 @@
+"""``Alloc`` under the LLVM mode (`llvm_backend.lowerings.alloc`): the py linker's and stock NUMBA's values, stock's
+ValueErrors, and an intrinsic of the graph function where stock compiles a function per node."""
+
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+import pytest
+from numba.core.extending import _Intrinsic
+from pytensor.tensor.basic import Alloc
+
+import llvm_backend  # noqa: F401
+from llvm_backend.codegen import graph_source
+from llvm_backend.dispatch import LOWERINGS, plan_graph
+from llvm_backend.tools.testing import compare_llvm_numba_and_py
+
+s = pt.dscalar("s")
+n = pt.lscalar("n")
+k = pt.iscalar("k")
+v = pt.dvector("v")
+c = pt.tensor("c", shape=(None, 1))
+b = pt.tensor("b", dtype="bool", shape=(1,))
+
+CASES = {
+    "a scalar": ([s, n], pt.alloc(s, n, 3), [1.5, 4]),
+    "a vector into rows": ([v, n], pt.alloc(v, n, 3), [np.arange(3.0), 2]),
+    "a column, int32 size": ([c, n, k], pt.alloc(c, n, 4, k), [np.arange(4.0).reshape(4, 1), 2, np.int32(3)]),
+    "zeros plus one": ([n], pt.zeros((n, 2)) + 1, [3]),
+    "a reversed vector": ([v, n], pt.alloc(v[::-1], n, 3) * 2, [np.arange(3.0), 2]),
+    "a bool": ([b, n], pt.alloc(b, n, 1), [np.array([True]), 2]),
+    "an empty output": ([v, n], pt.alloc(v, n, 3), [np.arange(3.0), 0]),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_values_match_py_and_stock_and_the_allocs_are_ours(name):
+    inputs, output, values = CASES[name]
+    fn, _ = compare_llvm_numba_and_py(inputs, output, values)
+    plan = plan_graph(fn.maker.fgraph)
+    allocs = [node for node in fn.maker.fgraph.apply_nodes if isinstance(node.op, Alloc)]
+    assert allocs, "the rewritten graph kept no Alloc"
+    assert all(plan[node].lowering is LOWERINGS[Alloc] for node in allocs)
+
+
+@pytest.mark.parametrize("value", [np.zeros(2), np.zeros(1), np.zeros(5)])
+def test_a_value_that_does_not_fit_is_stocks_value_error(value):
+    messages = {}
+    for mode in ("NUMBA", "LLVM"):
+        fn = pytensor.function([v, n], pt.alloc(v, n, 3), mode=mode)
+        with pytest.raises(ValueError) as raised:
+            fn.vm.jit_fn(value, np.array(2))
+        messages[mode] = str(raised.value)
+    assert messages["LLVM"] == messages["NUMBA"]
+
+
+def test_an_alloc_is_an_intrinsic_of_the_graph_function():
+    fn = pytensor.function([s, n, v], [pt.alloc(s, n, 3), pt.alloc(v, 2, n)], mode="LLVM")
+    source = graph_source(fn.maker.fgraph)
+    calls = [call for call in source.plan.calls if isinstance(getattr(call.label, "op", None), Alloc)]
+    assert len(calls) == 2
+    assert all(isinstance(call.function, _Intrinsic) for call in calls)

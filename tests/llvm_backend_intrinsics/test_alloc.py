@@ -1,0 +1,91 @@
+"""The Alloc fill (`llvm_backend_intrinsics.alloc`) against numpy's broadcasting, and stock's errors, called from
+``@njit`` code as the graph function calls it."""
+
+import functools
+
+import numba
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from numba.core import errors
+from numba.core.runtime import _nrt_python, rtsys
+
+from llvm_backend_intrinsics.alloc import MISMATCH_ERROR, RUNTIME_BROADCAST_ERROR, alloc_fill
+
+
+@functools.cache
+def filler(broadcast: tuple, n_sizes: int):
+    fill = alloc_fill(broadcast)
+    names = ", ".join(f"s{k}" for k in range(n_sizes))
+    namespace = {"fill": fill}
+    exec(f"def filled(value, {names}):\n    return fill(value, {names})\n", namespace)
+    return numba.njit(cache=False)(namespace["filled"])
+
+
+@st.composite
+def fills(draw):
+    out_shape = draw(st.lists(st.integers(0, 4), min_size=1, max_size=3))
+    ndim = draw(st.integers(0, len(out_shape)))
+    broadcast = tuple(draw(st.lists(st.booleans(), min_size=ndim, max_size=ndim)))
+    tail = out_shape[len(out_shape) - ndim :]
+    shape = [1 if flag else length for flag, length in zip(broadcast, tail, strict=True)]
+    value = np.arange(float(np.prod(shape))).reshape(shape) - 2.5
+    if ndim and draw(st.booleans()):
+        value = np.ascontiguousarray(value.T).T  # the same values in Fortran order
+    return value, broadcast, out_shape
+
+
+@settings(max_examples=60, deadline=None)
+@given(fills())
+def test_a_fill_is_numpys_broadcast(case):
+    value, broadcast, out_shape = case
+    got = filler(broadcast, len(out_shape))(value, *out_shape)
+    assert got.flags.c_contiguous and got.dtype == value.dtype
+    np.testing.assert_array_equal(got, np.broadcast_to(value, out_shape))
+
+
+def test_scalars_and_0d_sizes_and_dtypes():
+    got = filler((), 2)(np.int8(3), np.array(2), np.int32(3))
+    assert got.dtype == np.int8 and got.shape == (2, 3) and (got == 3).all()
+    np.testing.assert_array_equal(filler((), 1)(True, 2), [True, True])
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (np.zeros((2, 3)), MISMATCH_ERROR),
+        (np.zeros((1, 3)), RUNTIME_BROADCAST_ERROR),
+        (np.zeros((2, 1)), RUNTIME_BROADCAST_ERROR),
+    ],
+)
+def test_a_value_that_does_not_fit_is_stocks_value_error(value, message):
+    with pytest.raises(ValueError) as raised:
+        filler((False, False), 2)(value, 4, 3)
+    assert str(raised.value) == message
+
+
+def test_a_negative_size_is_a_value_error():
+    with pytest.raises(ValueError, match="negative dimensions"):
+        filler((), 2)(1.0, -1, 3)
+
+
+@pytest.mark.parametrize(
+    ("broadcast", "value", "match"),
+    [((False,), np.zeros((2, 2)), "2 axes with 1 broadcast flags"), ((), "a", "value must be a number")],
+)
+def test_bad_arguments_are_typing_errors(broadcast, value, match):
+    with pytest.raises(errors.TypingError, match=match):
+        filler(broadcast, 1)(value, 2)
+
+
+def test_a_call_allocates_its_output_only():
+    fill, value = filler((False,), 2), np.arange(3.0)
+    fill(value, 4, 3)
+    _nrt_python.memsys_enable_stats()
+    before = rtsys.get_allocation_stats()
+    for _ in range(10):
+        fill(value, 4, 3)
+    after = rtsys.get_allocation_stats()
+    assert after.mi_alloc - before.mi_alloc == 10 * 2  # the value's meminfo (numba's unboxing) and the output
+    assert after.mi_alloc - before.mi_alloc == after.mi_free - before.mi_free

@@ -1,7 +1,9 @@
 """PyTensor's ``ScalarCAReduce`` (a full reduction handing out a native scalar) -> ``llvm_backend_intrinsics.reduction.
 full_reduce``: the accumulator in a stack slot that LLVM keeps in registers, float sums and products split
-across vector lanes. Reductions ``full_reduce`` has no op for (and a complex accumulator summed into a real
-output, which numba cannot cast) keep stock's function.
+across vector lanes. A ``CAReduce`` left in the graph (over some axes, into an array) -> ``llvm_backend_intrinsics.
+axis_reduction.axis_reduce``, a loop nest of the graph's module where stock compiles a generated function per node.
+Reductions ``full_reduce`` has no op for (and a complex accumulator summed into a real output, which numba cannot
+cast) keep stock's function.
 
 For ``ScalarCAReduce{Sum}`` of a float64 vector the node function is::
 
@@ -16,9 +18,18 @@ from pytensor.tensor.elemwise import CAReduce
 from pytensor.tensor.rewriting.scalarize import ScalarCAReduce
 
 from llvm_backend.dispatch import LoweringContext, lowering_cache_key, register_lowering
+from llvm_backend_intrinsics.axis_reduction import axis_reduce
 from llvm_backend_intrinsics.reduction import full_reduce
 
-__all__ = ["REDUCTION_OPS", "lower_scalar_careduce", "reduces_kinds", "reduction_identity", "uses_full_reduce"]
+__all__ = [
+    "REDUCTION_OPS",
+    "lower_careduce",
+    "lower_scalar_careduce",
+    "reduces_kinds",
+    "reduction_identity",
+    "uses_axis_reduce",
+    "uses_full_reduce",
+]
 
 REDUCTION_OPS = {
     ps.Add: "add",
@@ -53,7 +64,17 @@ def reduces_kinds(name: str) -> str:
 
 def uses_full_reduce(node) -> bool:
     """a Sum, Prod, Max, Min, All, Any or bitwise reduction of dtypes full_reduce takes"""
-    careduce = _careduce(node.op)
+    return _reduces(_careduce(node.op), node)
+
+
+def uses_axis_reduce(node) -> bool:
+    """a Sum, Prod, Max, Min, All, Any or bitwise reduction of dtypes axis_reduce takes (full_reduce's)"""
+    return _reduces(node.op, node)
+
+
+def _reduces(careduce: CAReduce, node) -> bool:
+    """Whether ``careduce`` (``node``'s own op or the one within it) has an op of `REDUCTION_OPS` and dtypes it
+    reduces."""
     name = REDUCTION_OPS.get(type(careduce.scalar_op))
     if name is None:
         return False
@@ -86,3 +107,15 @@ def lower_scalar_careduce(context: LoweringContext):
 
     dtypes = (str(in_dtype), str(acc_dtype), str(out_dtype))
     return scalar_careduce, lowering_cache_key(op, reduction=name, dtypes=dtypes, ndim=node.inputs[0].ndim)
+
+
+@register_lowering(CAReduce, axis_reduce, when=uses_axis_reduce)
+def lower_careduce(context: LoweringContext):
+    op, node = context.op, context.node
+    name = REDUCTION_OPS[type(op.scalar_op)]
+    in_dtype, acc_dtype, out_dtype = _dtypes(op, node)
+    identity = reduction_identity(op.scalar_op, acc_dtype).item()
+    axes = tuple(range(node.inputs[0].ndim)) if op.axis is None else tuple(sorted(op.axis))
+    reduce = axis_reduce(axes, name, identity, str(acc_dtype), str(out_dtype))
+    dtypes = (str(in_dtype), str(acc_dtype), str(out_dtype))
+    return reduce, lowering_cache_key(op, reduction=name, dtypes=dtypes, axes=axes, identity=repr(identity))

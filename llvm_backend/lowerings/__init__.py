@@ -1,5 +1,5 @@
 """Our lowerings of PyTensor ops, one module per op family; importing registers them in ``LOWERINGS``."""
 
-from llvm_backend.lowerings import advanced_indexing, alloc, composite, join, loops, reduction, shapes, views
+from llvm_backend.lowerings import advanced_indexing, alloc, composite, join, loops, reduction, shapes, split, views
 
-__all__ = ["advanced_indexing", "alloc", "composite", "join", "loops", "reduction", "shapes", "views"]
+__all__ = ["advanced_indexing", "alloc", "composite", "join", "loops", "reduction", "shapes", "split", "views"]

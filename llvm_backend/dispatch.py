@@ -14,11 +14,8 @@ PyTensor's dispatch tables; the package's one entry there, `Composite`'s, is ``l
 ``composite_funcify``.
 """
 
-import ast
 import importlib
-import importlib.util
 import inspect
-import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cache
@@ -36,6 +33,7 @@ from pytensor.link.numba.dispatch.basic import (
 )
 from pytensor.tensor.type import TensorType
 
+from llvm_backend.sources import OWN_PACKAGES, project_source_hash
 from llvm_backend_intrinsics.abi import ARRAYS_READ
 
 __all__ = [
@@ -77,48 +75,18 @@ def one_pack(variables) -> bool:
     )
 
 
-_OWN_PACKAGES = ("llvm_backend", "llvm_backend_intrinsics")
-"""The top-level packages whose modules' source `source_hash` follows through imports."""
-
-
-def _source(module_name: str) -> str:
-    """The source of module ``module_name``, or empty if it has none to read."""
-    try:
-        return inspect.getsource(importlib.import_module(module_name))
-    except (OSError, TypeError):
-        return ""
-
-
-def _own_imports(module_name: str, source: str) -> set[str]:
-    """The modules of `_OWN_PACKAGES` that ``source`` (module ``module_name``'s, imported) imports, relative
-    imports resolved; a name imported from a module that is not a module itself is left out."""
-    imported = set()
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = importlib.util.resolve_name("." * node.level + (node.module or ""), module_name.rpartition(".")[0])
-            names = [base, *(f"{base}.{alias.name}" for alias in node.names)]
-        else:
-            continue
-        imported.update(name for name in names if name.partition(".")[0] in _OWN_PACKAGES)
-    return {name for name in imported if name in sys.modules}  # the module's own import imported them
-
-
 @cache
 def source_hash(module_name: str) -> str:
-    """A hash of the source of module ``module_name`` and of every module of this project it imports, directly or
-    through others: an intrinsic's code changes with the helpers it emits through (`llvm_backend_intrinsics.naming`,
-    ``messages``...), so a key salted with it must."""
-    sources, pending = {}, [module_name]
-    while pending:
-        name = pending.pop()
-        if name not in sources:
-            sources[name] = _source(name)
-            pending.extend(_own_imports(name, sources[name]) if sources[name] else ())
-    if not any(sources.values()):
+    """A hash of the source module ``module_name`` runs. For a module of this project, `project_source_hash`, the
+    hash of all of it: an intrinsic's code changes with any helper it emits through (`llvm_backend_intrinsics.
+    naming`, ``messages``...), so a key salted with it must; for any other module, its own source (empty if it has
+    none to read)."""
+    if module_name.partition(".")[0] in OWN_PACKAGES:
+        return project_source_hash()
+    try:
+        return sha256(inspect.getsource(importlib.import_module(module_name)).encode()).hexdigest()[:16]
+    except (OSError, TypeError):
         return ""
-    return sha256(repr(sorted(sources.items())).encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)
@@ -131,7 +99,7 @@ class Lowering:
     or None for a node it does not take; ``pack_start``, if not None, is where the node's inputs that the
     function can take as one `ArrayPack` start (from there to the last input). ``version``: bump it when the
     lowering's generated code changes; it salts the cache keys of the nodes it lowers (`lowering_cache_key`),
-    with a hash of the source of the funcify's and the intrinsic's modules and what they import (`source_hash`)."""
+    with the hash of the source of the funcify's and the intrinsic's modules (`source_hash`)."""
 
     op_type: type
     intrinsic: Callable

@@ -26,6 +26,8 @@ from pytensor import config
 from pytensor.graph.rewriting.basic import Rewriter
 from pytensor.misc.frozendict import frozendict
 
+from llvm_backend.sources import OWN_PACKAGES, project_source_hash
+
 __all__ = [
     "OWN_PACKAGES",
     "PROBED_FLAGS",
@@ -41,9 +43,6 @@ __all__ = [
     "value_identity",
     "versions",
 ]
-
-OWN_PACKAGES = ("llvm_backend", "llvm_backend_intrinsics")
-"""This project's top-level packages: their identity is the hash of their source."""
 
 UNKEYED_FLAGS = (
     "DebugMode__",
@@ -98,16 +97,6 @@ _package_identities: dict[str, str] = {}
 _distributions: dict[str, list[str]] | None = None
 
 
-def _source_hash(packages) -> str:
-    """The hash of every module of ``packages``, each named by its package and path within it (wherever the
-    package's folder lies: ``llvm_backend_intrinsics`` is ``intrinsics/llvm_backend_intrinsics/`` in the source)."""
-    named = []
-    for package in packages:
-        folder = Path(importlib.util.find_spec(package).origin).parent
-        named += [(f"{package}/{p.relative_to(folder).as_posix()}", p) for p in folder.rglob("*.py")]
-    return digest(*(name.encode() + b"\0" + p.read_bytes() for name, p in sorted(named)))
-
-
 @functools.cache
 def _site_folders() -> tuple[Path, ...]:
     """The folders installed distributions live in."""
@@ -140,7 +129,7 @@ def package_identity(module: str) -> str:
     if identity is None:
         version = getattr(sys.modules.get(top), "__version__", None)
         if top in OWN_PACKAGES:
-            identity = f"{top}@source:{_source_hash(OWN_PACKAGES)}"
+            identity = f"{top}@source:{project_source_hash()}"
         elif top in sys.stdlib_module_names or top == "builtins":
             identity = "python"  # its version is keyed on its own
         elif not _installed(top):

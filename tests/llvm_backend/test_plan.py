@@ -126,21 +126,27 @@ def test_the_graph_key_holds_the_graph_writers_source(monkeypatch):
     assert _key(fgraph) != before
 
 
-def test_a_lowerings_salt_follows_the_modules_its_intrinsic_emits_through(monkeypatch):
-    """``messages`` is imported by the shapes intrinsic, not by anything the views' lowerings import: a change to
-    it alone changes the keys of SpecifyShape's nodes and leaves DimShuffle's."""
-    from pytensor.tensor.elemwise import DimShuffle
+def test_a_lowerings_salt_holds_the_source_of_every_module_of_the_project():
+    """The shapes intrinsic emits through ``messages``; the salt of its lowering is the hash of the whole project's
+    source, which changes with any of its files."""
     from pytensor.tensor.shape import SpecifyShape
 
-    def salts():
-        dispatch.source_hash.cache_clear()
-        return LOWERINGS[SpecifyShape].salt, LOWERINGS[DimShuffle].salt
+    from llvm_backend.sources import OWN_PACKAGES, package_source_hash, project_source_hash
 
-    before = salts()
-    read = dispatch._source
-    changed = "llvm_backend_intrinsics.messages"
-    monkeypatch.setattr(dispatch, "_source", lambda name: read(name) + ("\n# changed" if name == changed else ""))
-    after = salts()
-    monkeypatch.undo()
-    dispatch.source_hash.cache_clear()
-    assert after[0] != before[0] and after[1] == before[1]
+    assert dispatch.source_hash("llvm_backend_intrinsics.shapes") == project_source_hash()
+    assert dispatch.source_hash("llvm_backend.lowerings.shapes") == project_source_hash()
+    assert project_source_hash() in LOWERINGS[SpecifyShape].salt
+    assert project_source_hash() == package_source_hash(OWN_PACKAGES)
+
+
+def test_the_project_source_hash_changes_with_any_module(tmp_path, monkeypatch):
+    from llvm_backend.sources import package_source_hash
+
+    package = tmp_path / "a_project"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "helper.py").write_text("MESSAGE = 'one'\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    before = package_source_hash(("a_project",))
+    (package / "helper.py").write_text("MESSAGE = 'two'\n")
+    assert package_source_hash(("a_project",)) != before

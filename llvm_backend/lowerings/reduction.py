@@ -118,4 +118,6 @@ def lower_careduce(context: LoweringContext):
     axes = tuple(range(node.inputs[0].ndim)) if op.axis is None else tuple(sorted(op.axis))
     reduce = axis_reduce(axes, name, identity, str(acc_dtype), str(out_dtype))
     dtypes = (str(in_dtype), str(acc_dtype), str(out_dtype))
-    return reduce, lowering_cache_key(op, reduction=name, dtypes=dtypes, axes=axes, identity=repr(identity))
+    # keyed without props: ``scalar_op``'s pickle is not the same in every process
+    key = lowering_cache_key(op, use_props=False, reduction=name, dtypes=dtypes, axes=axes, identity=repr(identity))
+    return reduce, key

@@ -122,3 +122,37 @@ def test_two_cached_functions_defining_one_vector_variant_load_into_one_process(
     np.testing.assert_allclose(second["values"][1], (np.log1p(values) * 1.5 - values / (1.5 + values)).sum())
     assert second["values"] == first["values"]
     assert (first["hits"], second["hits"]) == (0, 2)
+
+
+EVERY_NEW_NODE = textwrap.dedent(
+    """
+    import json
+    import numpy as np, pytensor, pytensor.tensor as pt
+    import llvm_backend
+    m, n, sizes = pt.dmatrix("m"), pt.lscalar("n"), pt.lvector("sizes")
+    checked = pt.specify_shape(m, (n, None))
+    first, second = pt.split(checked, sizes, n_splits=2, axis=1)
+    outputs = [checked.sum(axis=1), first.max(axis=0), pt.alloc(second.sum(axis=0), m.shape[0], 2) * 2]
+    fn = pytensor.function([m, n, sizes], outputs, mode="LLVM")
+    values = fn(np.arange(12.0).reshape(3, 4), 3, np.array([2, 2]))
+    stats = fn.vm.graph_fn.stats
+    print(json.dumps({"values": [v.tolist() for v in values], "hits": sum(stats.cache_hits.values())}))
+    """
+)
+
+
+@pytest.mark.slow
+def test_a_graph_of_every_shape_split_fill_and_axis_reduction_node_loads_from_the_disk_cache(tmp_path):
+    """Each of these nodes' keys is the same in every process (a key of a pickled scalar op's props was not)."""
+    env = os.environ | {"PYTENSOR_FLAGS": f"base_compiledir={tmp_path}"}
+    runs = []
+    for _ in range(2):
+        done = subprocess.run([sys.executable, "-c", EVERY_NEW_NODE], env=env, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        runs.append(json.loads(done.stdout.splitlines()[-1]))
+    matrix = np.arange(12.0).reshape(3, 4)
+    expected = [matrix.sum(1), matrix[:, :2].max(0), np.broadcast_to(matrix[:, 2:].sum(0), (3, 2)) * 2]
+    for run in runs:
+        for got, want in zip(run["values"], expected, strict=True):
+            np.testing.assert_array_equal(got, want)
+    assert (runs[0]["hits"], runs[1]["hits"]) == (0, 1)

@@ -19,8 +19,8 @@ from numba.core.imputils import impl_ret_new_ref
 from numba.extending import intrinsic
 from numba.np.arrayobj import _empty_nd_impl, load_item, store_item
 
-from llvm_backend_intrinsics.naming import call_names, named, unpack_named
-from llvm_backend_intrinsics.shapes import emit_size, size_type
+from llvm_backend_intrinsics.naming import call_names, named
+from llvm_backend_intrinsics.views import emit_array, emit_intp, integer_type
 
 __all__ = ["MISMATCH_ERROR", "RUNTIME_BROADCAST_ERROR", "alloc_fill"]
 
@@ -44,7 +44,7 @@ def _check_types(value, sizes, broadcast: tuple):
     """The value's dtype; a TypingError unless ``value`` is a number, a bool or an array of them with one entry
     of ``broadcast`` per axis and no more axes than ``sizes``, each size an integer."""
     for k, size in enumerate(sizes):
-        size_type(size, f"alloc_fill: size {k}")
+        integer_type(size, f"alloc_fill: size {k}")
     if isinstance(value, types.Number | types.Boolean):
         ndim, dtype = 0, value
     elif isinstance(value, types.Array) and isinstance(value.dtype, types.Number | types.Boolean):
@@ -98,16 +98,11 @@ def alloc_fill(broadcast: tuple):
             name, out = names.arguments[0], names.outputs[0]
             source, packed = args
             out_shapes = [
-                emit_size(
-                    context, builder, sizes[k], builder.extract_value(packed, k), f"{names.arguments[1 + k]}.size"
-                )
-                for k in range(len(sizes))
+                emit_intp(context, builder, size, builder.extract_value(packed, k, name=names.arguments[1 + k]))
+                for k, size in enumerate(sizes)
             ]
             if isinstance(value, types.Array):
-                array = context.make_array(value)(context, builder, source)
-                named(array._getpointer(), f"{name}.struct")
-                value_shapes = unpack_named(builder, named(array.shape, f"{name}.shape"), value.ndim, f"{name}.shape")
-                strides = unpack_named(builder, named(array.strides, f"{name}.strides"), value.ndim, f"{name}.stride")
+                array, value_shapes, strides = emit_array(context, builder, value, source, name)
                 _emit_checks(context, builder, value_shapes, out_shapes, broadcast, name)
             result = _empty_nd_impl(context, builder, out_type, out_shapes)
             data = named(result.data, f"{out}.data")

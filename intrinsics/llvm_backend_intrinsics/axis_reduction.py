@@ -28,8 +28,9 @@ from numba.extending import intrinsic
 from numba.np import numpy_support
 from numba.np.arrayobj import _empty_nd_impl, load_item, store_item
 
-from llvm_backend_intrinsics.naming import alloca_once_value, call_names, named, unpack_named
+from llvm_backend_intrinsics.naming import alloca_once_value, call_names, named
 from llvm_backend_intrinsics.reduction import combine_rule
+from llvm_backend_intrinsics.views import emit_array
 
 __all__ = ["axis_reduce"]
 
@@ -120,10 +121,7 @@ def axis_reduce(axes: tuple, op: str, identity, acc_dtype: str, out_dtype: str):
         def codegen(context, builder, signature, args):
             names = call_names(1, 1)
             name, out = names.arguments[0], names.outputs[0]
-            array = context.make_array(x)(context, builder, args[0])
-            named(array._getpointer(), f"{name}.struct")
-            shapes = unpack_named(builder, named(array.shape, f"{name}.shape"), x.ndim, f"{name}.shape")
-            strides = unpack_named(builder, named(array.strides, f"{name}.strides"), x.ndim, f"{name}.stride")
+            array, shapes, strides = emit_array(context, builder, x, args[0], name)
             result = _empty_nd_impl(context, builder, out_type, [shapes[axis] for axis in kept])
             named(result.data, f"{out}.data")
             start = named(context.get_constant(acc, identity), "identity")

@@ -22,12 +22,13 @@ from functools import cache
 from numba.core import cgutils, errors, types
 from numba.core.imputils import impl_ret_borrowed, impl_ret_new_ref
 from numba.extending import intrinsic
-from numba.np.arrayobj import _empty_nd_impl, load_item
+from numba.np.arrayobj import _empty_nd_impl
 
 from llvm_backend_intrinsics.messages import MessageType, raise_formatted
-from llvm_backend_intrinsics.naming import call_names, named, unpack_named
+from llvm_backend_intrinsics.naming import call_names, named
+from llvm_backend_intrinsics.views import emit_array, emit_box, emit_intp, integer_type
 
-__all__ = ["array_shape", "emit_size", "shape_entry", "size_type", "specify_shape", "specify_shape_message"]
+__all__ = ["array_shape", "shape_entry", "specify_shape", "specify_shape_message"]
 
 _SHAPE_TYPE = types.int64
 """The dtype of what ``Shape`` and ``Shape_i`` return (PyTensor's ``int64``)."""
@@ -41,41 +42,15 @@ def specify_shape_message(dim, size, expected) -> str:
 # ---------------------------------------------------------------- typing
 
 
-def size_type(ty, what: str):
-    """The integer type of a size argument: an integer, or a 0-d integer array (read as its item)."""
-    item = ty.dtype if isinstance(ty, types.Array) and ty.ndim == 0 else ty
-    if not isinstance(item, types.Integer):
-        raise errors.TypingError(f"{what} must be an integer, got {ty}")
-    return item
-
-
 def _expected_type(ty, dim: int):
     """The integer type of an expected size (an integer, or a 0-d integer array read as its item), or None for
     a dimension left unchecked (a ``None`` argument)."""
     if isinstance(ty, types.NoneType | types.Omitted):
         return None
-    return size_type(ty, f"specify_shape: the size of dim {dim} (or None)")
+    return integer_type(ty, f"specify_shape: the size of dim {dim} (or None)")
 
 
 # ---------------------------------------------------------------- emitters
-
-
-def emit_size(context, builder, ty, value, name: str):
-    """A size argument's integer (an integer, or a 0-d integer array's item) as an ``intp``, named ``name``."""
-    item_type = ty
-    if isinstance(ty, types.Array):
-        array = context.make_array(ty)(context, builder, value)
-        named(array._getpointer(), f"{name}.struct")
-        value = load_item(context, builder, ty, named(array.data, f"{name}.data"))
-        item_type = ty.dtype
-    return named(context.cast(builder, value, item_type, types.intp), name)
-
-
-def _emit_shape(context, builder, ty, value, name: str) -> list:
-    """The sizes of array ``value`` of type ``ty``, named ``<name>.shape<d>``."""
-    array = context.make_array(ty)(context, builder, value)
-    named(array._getpointer(), f"{name}.struct")
-    return unpack_named(builder, named(array.shape, f"{name}.shape"), ty.ndim, f"{name}.shape")
 
 
 def _emit_vector(context, builder, values, name: str):
@@ -91,10 +66,7 @@ def _emit_vector(context, builder, values, name: str):
 
 def _emit_box(context, builder, value, name: str):
     """A new 0-d int64 array holding ``value`` (an ``intp``), named ``name``."""
-    array_type = types.Array(_SHAPE_TYPE, 0, "C")
-    array = _empty_nd_impl(context, builder, array_type, [])
-    builder.store(context.cast(builder, value, types.intp, _SHAPE_TYPE), named(array.data, f"{name}.data"))
-    return impl_ret_new_ref(context, builder, array_type, named(array._getvalue(), name))
+    return emit_box(context, builder, _SHAPE_TYPE, context.cast(builder, value, types.intp, _SHAPE_TYPE), name)
 
 
 # ---------------------------------------------------------------- intrinsics
@@ -117,12 +89,12 @@ def specify_shape(typingctx, x, *expected):
     def codegen(context, builder, signature, args):
         names = call_names(1 + len(expected), 1)
         source, packed = args
-        shapes = _emit_shape(context, builder, x, source, names.arguments[0])
+        _, shapes, _ = emit_array(context, builder, x, source, names.arguments[0])
         for d, ty in enumerate(expected_types):
             if ty is None:
                 continue
             name = names.arguments[1 + d]
-            want = emit_size(context, builder, expected[d], builder.extract_value(packed, d, name=name), f"{name}.size")
+            want = emit_intp(context, builder, expected[d], builder.extract_value(packed, d, name=name))
             differs = builder.icmp_signed("!=", shapes[d], want, name=f"{names.arguments[0]}.shape{d}.differs")
             with cgutils.if_unlikely(builder, differs):
                 raise_formatted(context, builder, AssertionError, _MISMATCH, (cgutils.intp_t(d), shapes[d], want))
@@ -142,7 +114,7 @@ def shape_entry(axis: int):
 
         def codegen(context, builder, signature, args):
             names = call_names(1, 1)
-            shapes = _emit_shape(context, builder, x, args[0], names.arguments[0])
+            _, shapes, _ = emit_array(context, builder, x, args[0], names.arguments[0])
             return _emit_box(context, builder, shapes[axis], names.outputs[0])
 
         return types.Array(_SHAPE_TYPE, 0, "C")(x), codegen
@@ -158,7 +130,7 @@ def array_shape(typingctx, x):
 
     def codegen(context, builder, signature, args):
         names = call_names(1, 1)
-        shapes = _emit_shape(context, builder, x, args[0], names.arguments[0])
+        _, shapes, _ = emit_array(context, builder, x, args[0], names.arguments[0])
         return _emit_vector(context, builder, shapes, names.outputs[0])
 
     return types.Array(_SHAPE_TYPE, 1, "C")(x), codegen

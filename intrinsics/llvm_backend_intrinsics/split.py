@@ -21,7 +21,8 @@ from numba.extending import intrinsic
 from numba.np.arrayobj import load_item, make_view
 
 from llvm_backend_intrinsics.messages import MessageType, raise_formatted
-from llvm_backend_intrinsics.naming import call_names, named, unpack_named
+from llvm_backend_intrinsics.naming import call_names, named
+from llvm_backend_intrinsics.views import emit_array
 
 __all__ = ["COUNT_ERROR", "NEGATIVE_ERROR", "split_sum_message", "split_views"]
 
@@ -61,12 +62,9 @@ def _view_type(x, sizes, axis: int):
 
 def _emit_sizes(context, builder, sizes_type, sizes, count: int, name: str) -> list:
     """The ``count`` sizes as ``intp``\\ s, after stock's checks of their count and signs."""
-    array = context.make_array(sizes_type)(context, builder, sizes)
-    named(array._getpointer(), f"{name}.struct")
-    (length,) = unpack_named(builder, named(array.shape, f"{name}.shape"), 1, f"{name}.shape")
+    array, (length,), (stride,) = emit_array(context, builder, sizes_type, sizes, name)
     with cgutils.if_unlikely(builder, builder.icmp_signed("!=", length, _INTP(count), name=f"{name}.count.differs")):
         context.call_conv.return_user_exc(builder, ValueError, (COUNT_ERROR,))
-    (stride,) = cgutils.unpack_tuple(builder, array.strides, 1)
     values, negative = [], cgutils.false_bit
     for k in range(count):
         pointer = cgutils.get_item_pointer2(
@@ -98,10 +96,7 @@ def split_views(axis: int, count: int):
             names = call_names(2, count)
             name = names.arguments[0]
             lengths = _emit_sizes(context, builder, sizes, args[1], count, names.arguments[1])
-            array = context.make_array(x)(context, builder, args[0])
-            named(array._getpointer(), f"{name}.struct")
-            shapes = unpack_named(builder, named(array.shape, f"{name}.shape"), x.ndim, f"{name}.shape")
-            strides = unpack_named(builder, named(array.strides, f"{name}.strides"), x.ndim, f"{name}.stride")
+            array, shapes, strides = emit_array(context, builder, x, args[0], name)
             total = _INTP(0)
             for length in lengths:
                 total = builder.add(total, length, name="split.total")

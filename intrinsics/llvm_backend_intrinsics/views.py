@@ -34,7 +34,17 @@ from numba.np.arrayobj import _empty_nd_impl, basic_indexing, load_item, make_vi
 
 from llvm_backend_intrinsics.naming import call_names, named, unpack_named
 
-__all__ = ["SQUEEZE_ERROR", "basic_index", "box_scalar", "dimshuffle_view", "unbox_scalar"]
+__all__ = [
+    "SQUEEZE_ERROR",
+    "basic_index",
+    "box_scalar",
+    "dimshuffle_view",
+    "emit_array",
+    "emit_box",
+    "emit_intp",
+    "integer_type",
+    "unbox_scalar",
+]
 
 SQUEEZE_ERROR = "DimShuffle: Attempting to squeeze axes with size not equal to one"
 """What stock's DimShuffle raises (a ValueError) when an axis it drops is not of length 1."""
@@ -45,11 +55,12 @@ _SLICE_TYPES = {False: types.slice2_type, True: types.slice3_type}
 # ---------------------------------------------------------------- typing
 
 
-def _integer_type(ty, what: str):
-    """The integer type of an index argument: an integer, or a 0-d integer array (read as its item)."""
+def integer_type(ty, what: str):
+    """The integer type of an integer argument (an index, a size): an integer, or a 0-d integer array (read as its
+    item); a TypingError naming it ``what`` otherwise."""
     item = ty.dtype if isinstance(ty, types.Array) and ty.ndim == 0 else ty
     if not isinstance(item, types.Integer):
-        raise errors.TypingError(f"basic_index: {what} must be an integer or a 0-d integer array, got {ty}")
+        raise errors.TypingError(f"{what} must be an integer or a 0-d integer array, got {ty}")
     return item
 
 
@@ -58,11 +69,11 @@ def _index_types(entries: tuple, arguments) -> list:
     index_types = []
     for k, entry in enumerate(entries):
         if isinstance(entry, int):
-            index_types.append(_integer_type(arguments[entry], f"index {k}"))
+            index_types.append(integer_type(arguments[entry], f"basic_index: index {k}"))
             continue
         for part in entry:
             if part is not None:
-                _integer_type(arguments[part], f"a bound of slice {k}")
+                integer_type(arguments[part], f"basic_index: a bound of slice {k}")
         index_types.append(_SLICE_TYPES[entry[2] is not None])
     return index_types
 
@@ -93,8 +104,9 @@ def _emit_integer(context, builder, ty, value):
     return value
 
 
-def _emit_intp(context, builder, ty, value):
-    """An index argument's integer value as an ``intp``, as numba's ``slice`` takes its bounds."""
+def emit_intp(context, builder, ty, value):
+    """An integer argument's value (`integer_type`'s) as an ``intp``, as numba's ``slice`` takes its bounds and
+    an array its sizes."""
     item_type = ty.dtype if isinstance(ty, types.Array) else ty
     integer = _emit_integer(context, builder, ty, value)
     return named(context.cast(builder, integer, item_type, types.intp), f"{integer.name}.intp")
@@ -113,7 +125,7 @@ def _emit_indices(context, builder, entries, argument_types, values, index_types
         part_values = [
             context.get_dummy_value()
             if part is None
-            else _emit_intp(context, builder, argument_types[part], values[part])
+            else emit_intp(context, builder, argument_types[part], values[part])
             for part in parts
         ]
         index = slice_constructor_impl(context, builder, index_type(*part_types), part_values)
@@ -121,13 +133,23 @@ def _emit_indices(context, builder, entries, argument_types, values, index_types
     return indices
 
 
-def _emit_box(context, builder, dtype, value, name: str):
+def emit_box(context, builder, dtype, value, name: str):
     """A new 0-d array of ``dtype`` holding ``value``, named ``name``."""
     array_type = types.Array(dtype, 0, "C")
     array = _empty_nd_impl(context, builder, array_type, [])
     stored = named(context.get_value_as_data(builder, dtype, value), f"{name}.value")
     builder.store(stored, named(array.data, f"{name}.data"))
     return impl_ret_new_ref(context, builder, array_type, named(array._getvalue(), name))
+
+
+def emit_array(context, builder, ty, value, name: str):
+    """Array ``value`` of type ``ty`` taken apart: numba's array structure, its sizes and its strides (in bytes),
+    named after ``name`` (``<name>.shape0``, ``<name>.stride0``...)."""
+    array = context.make_array(ty)(context, builder, value)
+    named(array._getpointer(), f"{name}.struct")
+    shapes = unpack_named(builder, named(array.shape, f"{name}.shape"), ty.ndim, f"{name}.shape")
+    strides = unpack_named(builder, named(array.strides, f"{name}.strides"), ty.ndim, f"{name}.stride")
+    return array, shapes, strides
 
 
 def _emit_view(context, builder, source_type, source, view_type, data, shapes, strides, name: str):
@@ -177,7 +199,7 @@ def basic_index(entries: tuple, box: bool):
                 strides = [named(stride, f"{out}.stride{k}") for k, stride in enumerate(strides)]
                 return _emit_view(context, builder, x, array, result, data, shapes, strides, out)
             value = named(load_item(context, builder, x, data), f"{out}.item" if box else out)
-            return _emit_box(context, builder, result, value, out) if box else value
+            return emit_box(context, builder, result, value, out) if box else value
 
         return returned(x, types.StarArgTuple(arguments)), codegen
 
@@ -201,10 +223,7 @@ def dimshuffle_view(new_order: tuple, drop: tuple, unit_axes: frozenset):
         def codegen(context, builder, signature, args):
             names = call_names(1, 1)
             name, out = names.arguments[0], names.outputs[0]
-            array = context.make_array(x)(context, builder, args[0])
-            named(array._getpointer(), f"{name}.struct")
-            shapes = unpack_named(builder, named(array.shape, f"{name}.shape"), x.ndim, f"{name}.shape")
-            strides = unpack_named(builder, named(array.strides, f"{name}.strides"), x.ndim, f"{name}.stride")
+            array, shapes, strides = emit_array(context, builder, x, args[0], name)
             for axis in drop:
                 not_one = builder.icmp_signed(
                     "!=", shapes[axis], shapes[axis].type(1), name=f"{name}.shape{axis}.not_one"
@@ -229,7 +248,7 @@ def box_scalar(typingctx, value):
         raise errors.TypingError(f"box_scalar: value must be a scalar, got {value}")
 
     def codegen(context, builder, signature, args):
-        return _emit_box(context, builder, value, args[0], call_names(1, 1).outputs[0])
+        return emit_box(context, builder, value, args[0], call_names(1, 1).outputs[0])
 
     return types.Array(value, 0, "C")(value), codegen
 

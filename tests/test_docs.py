@@ -96,8 +96,8 @@ def _top_level_imports(path: Path) -> set[str]:
     return names
 
 
-def test_the_intrinsics_import_numba_llvmlite_and_numpy_only():
-    allowed = {"numba", "llvmlite", "numpy", "llvm_backend_intrinsics", *sys.stdlib_module_names}
+def test_the_intrinsics_import_numba_llvmlite_numpy_and_scipy_only():
+    allowed = {"numba", "llvmlite", "numpy", "scipy", "llvm_backend_intrinsics", *sys.stdlib_module_names}
     found = {p.name: sorted(_top_level_imports(p) - allowed) for p in RUNTIME[1].glob("*.py")}
     assert {name: modules for name, modules in found.items() if modules} == {}
 

@@ -1,5 +1,16 @@
 """Our lowerings of PyTensor ops, one module per op family; importing registers them in ``LOWERINGS``."""
 
-from llvm_backend.lowerings import advanced_indexing, alloc, composite, join, loops, reduction, shapes, split, views
+from llvm_backend.lowerings import (
+    advanced_indexing,
+    alloc,
+    composite,
+    dot,
+    join,
+    loops,
+    reduction,
+    shapes,
+    split,
+    views,
+)
 
-__all__ = ["advanced_indexing", "alloc", "composite", "join", "loops", "reduction", "shapes", "split", "views"]
+__all__ = ["advanced_indexing", "alloc", "composite", "dot", "join", "loops", "reduction", "shapes", "split", "views"]

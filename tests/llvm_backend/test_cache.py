@@ -132,7 +132,9 @@ EVERY_NEW_NODE = textwrap.dedent(
     m, n, sizes = pt.dmatrix("m"), pt.lscalar("n"), pt.lvector("sizes")
     checked = pt.specify_shape(m, (n, None))
     first, second = pt.split(checked, sizes, n_splits=2, axis=1)
-    outputs = [checked.sum(axis=1), first.max(axis=0), pt.alloc(second.sum(axis=0), m.shape[0], 2) * 2]
+    outputs = [
+        checked.sum(axis=1), first.max(axis=0), pt.alloc(second.sum(axis=0), m.shape[0], 2) * 2, first @ second.T
+    ]
     fn = pytensor.function([m, n, sizes], outputs, mode="LLVM")
     values = fn(np.arange(12.0).reshape(3, 4), 3, np.array([2, 2]))
     stats = fn.vm.graph_fn.stats
@@ -142,8 +144,9 @@ EVERY_NEW_NODE = textwrap.dedent(
 
 
 @pytest.mark.slow
-def test_a_graph_of_every_shape_split_fill_and_axis_reduction_node_loads_from_the_disk_cache(tmp_path):
-    """Each of these nodes' keys is the same in every process (a key of a pickled scalar op's props was not)."""
+def test_a_graph_of_every_shape_split_fill_product_and_axis_reduction_node_loads_from_the_disk_cache(tmp_path):
+    """Each of these nodes' keys is the same in every process (a key of a pickled scalar op's props was not), and
+    the product's BLAS symbols resolve in the process that loads the graph function."""
     env = os.environ | {"PYTENSOR_FLAGS": f"base_compiledir={tmp_path}"}
     runs = []
     for _ in range(2):
@@ -151,7 +154,12 @@ def test_a_graph_of_every_shape_split_fill_and_axis_reduction_node_loads_from_th
         assert done.returncode == 0, done.stderr
         runs.append(json.loads(done.stdout.splitlines()[-1]))
     matrix = np.arange(12.0).reshape(3, 4)
-    expected = [matrix.sum(1), matrix[:, :2].max(0), np.broadcast_to(matrix[:, 2:].sum(0), (3, 2)) * 2]
+    expected = [
+        matrix.sum(1),
+        matrix[:, :2].max(0),
+        np.broadcast_to(matrix[:, 2:].sum(0), (3, 2)) * 2,
+        matrix[:, :2] @ matrix[:, 2:].T,
+    ]
     for run in runs:
         for got, want in zip(run["values"], expected, strict=True):
             np.testing.assert_array_equal(got, want)

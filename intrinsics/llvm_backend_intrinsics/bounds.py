@@ -32,7 +32,7 @@ from numba.np.arrayobj import load_item
 from llvm_backend_intrinsics.messages import MessageType, raise_formatted
 from llvm_backend_intrinsics.naming import named, unpack_named
 
-__all__ = ["IndexCheck", "check_indices", "mask_mismatch_message", "out_of_bounds_message"]
+__all__ = ["IndexCheck", "check_indices", "emit_index_check", "mask_mismatch_message", "out_of_bounds_message"]
 
 _INTP = cgutils.intp_t
 
@@ -111,7 +111,7 @@ def _emit_position_check(context, builder, dtype, position, size, axis: int) -> 
         _emit_raise(context, builder, _OUT_OF_BOUNDS, (position, _INTP(axis), size))
 
 
-def _emit_index_check(context, builder, index_type, index, size, axis: int) -> None:
+def emit_index_check(context, builder, index_type, index, size, axis: int) -> None:
     """`_emit_position_check` of every element of ``index``, an integer array of any layout, or an integer."""
     if not isinstance(index_type, types.Array):
         _emit_position_check(context, builder, index_type, index, size, axis)
@@ -153,7 +153,7 @@ def check_indices(checks: tuple):
                 if mask:
                     _emit_mask_check(context, builder, x_shapes, index_type, index, axis)
                 else:
-                    _emit_index_check(context, builder, index_type, index, x_shapes[axis], axis)
+                    emit_index_check(context, builder, index_type, index, x_shapes[axis], axis)
             return context.get_dummy_value()
 
         return types.none(x, types.StarArgTuple(indices)), codegen

@@ -14,7 +14,14 @@ and ``y`` (`indices_start`). PyTensor 3.3.8 has no ``AdvancedSubtensor1`` nor ``
 by an index vector is an ``AdvancedSubtensor`` (an ``AdvancedIncSubtensor``) of ``idx_list == (0,)``. A read that
 elemwise fusion folds into a ``FusedElemwise`` as an indexed input, and a gather's gradient folded in as an
 indexed output, are checked by the loop itself (``llvm_backend_intrinsics.loops``).
+
+A node whose indices are integer arrays of one ndim over ``x``'s leading axes (``x[i]``, ``m[i, j]``, their
+updates; `leading_index_arrays`) is not stock's function at all: it is `llvm_backend_intrinsics.indexed`, a loop
+nest emitted in the graph function, with the same checks first and stock's ValueErrors, where stock compiles a
+function generated per node in every fresh process.
 """
+
+from typing import NamedTuple
 
 from numba.core.dispatcher import Dispatcher
 from pytensor.graph.basic import Constant
@@ -23,8 +30,16 @@ from pytensor.tensor.subtensor import AdvancedIncSubtensor, AdvancedSubtensor
 
 from llvm_backend.dispatch import LoweringContext, lowering_cache_key, register_lowering, stock_funcify_and_key
 from llvm_backend_intrinsics.bounds import IndexCheck, check_indices
+from llvm_backend_intrinsics.indexed import indexed_access
 
-__all__ = ["index_checks", "indices_start", "lower_advanced_indexing"]
+__all__ = [
+    "IndexingPlan",
+    "index_checks",
+    "indexing_plan",
+    "indices_start",
+    "leading_index_arrays",
+    "lower_advanced_indexing",
+]
 
 
 def indices_start(op) -> int:
@@ -82,14 +97,55 @@ def _checked_call(check, stock, start: int):
     return checked_call
 
 
-@register_lowering(AdvancedSubtensor, check_indices, spec=index_checks)
-@register_lowering(AdvancedIncSubtensor, check_indices, spec=index_checks)
+def leading_index_arrays(node) -> str | None:
+    """What `llvm_backend_intrinsics.indexed.indexed_access` does for ``node`` (``"read"``, ``"set"`` or ``"inc"``),
+    or None if it does not take it: it takes indices that are integer arrays of one ndim over ``x``'s leading axes
+    (no slice, no mask, no scalar), ``x`` of numbers, and an increment only if duplicates accumulate."""
+    op, x = node.op, node.inputs[0]
+    indices = node.inputs[indices_start(op) :]
+    if op.idx_list != tuple(range(len(indices))) or x.type.dtype == "bool" or x.type.dtype.startswith("complex"):
+        return None
+    if not all(index.type.dtype.startswith(("int", "uint")) for index in indices):
+        return None
+    if len({index.type.ndim for index in indices}) != 1 or indices[0].type.ndim == 0:
+        return None
+    if not isinstance(op, AdvancedIncSubtensor):
+        return "read"
+    if op.set_instead_of_inc:
+        return "set"
+    return None if op.ignore_duplicates else "inc"
+
+
+class IndexingPlan(NamedTuple):
+    """How a node is lowered: ``kind`` (`leading_index_arrays`'s) by `indexed_access`, or with ``kind`` None by
+    stock's function after `check_indices`; ``checks`` are the index arrays to check first (`index_checks`)."""
+
+    kind: str | None
+    checks: tuple[IndexCheck, ...]
+
+
+def indexing_plan(node) -> IndexingPlan | None:
+    """integer index arrays over x's leading axes, or an index array that may not fit x
+
+    The node's `IndexingPlan`, or None where stock's function is as good (no index array to check and not one
+    `indexed_access` takes)."""
+    kind, checks = leading_index_arrays(node), index_checks(node) or ()
+    if kind is None and not checks:
+        return None
+    return IndexingPlan(kind, checks)
+
+
+@register_lowering(AdvancedSubtensor, indexed_access, spec=indexing_plan)
+@register_lowering(AdvancedIncSubtensor, indexed_access, spec=indexing_plan)
 def lower_advanced_indexing(context: LoweringContext):
-    """Stock's read or update, called once `check_indices` has found the node's indices of ``context.spec``
-    (`index_checks`'s) within ``x``."""
-    stock, stock_key = stock_funcify_and_key(context.op, node=context.node, **context.stock_kwargs)
+    """`indexed_access` for a node it takes; otherwise stock's read or update, called once `check_indices` has found
+    the node's indices of ``context.spec`` within ``x``."""
+    op, (kind, checks) = context.op, context.spec
+    if kind is not None:
+        inplace = isinstance(op, AdvancedIncSubtensor) and op.inplace
+        return indexed_access(kind, checks, inplace), lowering_cache_key(op, kind=kind, checks=checks)
+    stock, stock_key = stock_funcify_and_key(op, node=context.node, **context.stock_kwargs)
     if not isinstance(stock, Dispatcher):
         stock = numba_njit(stock)
-    checks = context.spec
-    key = None if stock_key is None else lowering_cache_key(context.op, stock=stock_key, checks=checks)
-    return _checked_call(check_indices(checks), stock, indices_start(context.op)), key
+    key = None if stock_key is None else lowering_cache_key(op, stock=stock_key, checks=checks)
+    return _checked_call(check_indices(checks), stock, indices_start(op)), key

@@ -7,13 +7,15 @@ import numpy as np
 import pytensor
 import pytensor.tensor as pt
 import pytest
+from numba.core.extending import _Intrinsic
 from pytensor.compile.io import In
 from pytensor.compile.mode import get_mode
 from pytensor.tensor.subtensor import AdvancedIncSubtensor, AdvancedSubtensor
 
 import llvm_backend  # noqa: F401
+from llvm_backend.codegen import graph_source
 from llvm_backend.dispatch import LOWERINGS, plan_graph
-from llvm_backend.lowerings.advanced_indexing import index_checks, indices_start
+from llvm_backend.lowerings.advanced_indexing import IndexingPlan, index_checks, indexing_plan, indices_start
 from llvm_backend.tools.testing import PY_MODE, compare_llvm_numba_and_py
 from llvm_backend_intrinsics.bounds import IndexCheck
 
@@ -247,8 +249,9 @@ def test_index_checks_name_each_index_array_and_its_axis(op_type):
 
 
 @pytest.mark.parametrize("op_type", [AdvancedSubtensor, AdvancedIncSubtensor])
-def test_indices_known_to_fit_keep_stocks_function(op_type):
-    """A constant index within, or a mask of, x's static shape needs no check: the node keeps stock's function."""
+def test_indices_known_to_fit_are_not_checked(op_type):
+    """A constant index within, or a mask of, x's static shape needs no check: `indexed_access` takes the node
+    without one, and a node it does not take keeps stock's function."""
     x3 = pt.tensor("x3", shape=(3,))
     inputs = [x3] if op_type is AdvancedSubtensor else [x3, y]
 
@@ -260,7 +263,8 @@ def test_indices_known_to_fit_keep_stocks_function(op_type):
     fn = pytensor.function(inputs, fits, mode="LLVM")
     plan = plan_graph(fn.maker.fgraph)
     [node] = [node for node in fn.maker.fgraph.apply_nodes if type(node.op) is op_type]
-    assert plan[node].lowering is None
+    kind = "read" if op_type is AdvancedSubtensor else "inc"
+    assert plan[node].lowering is LOWERINGS[op_type] and plan[node].spec == IndexingPlan(kind, ())
     expected = [0.0, 0.0, 2.0] if op_type is AdvancedSubtensor else [2.0, 1.0, 3.0]  # x[0] += 1 twice
     np.testing.assert_array_equal(fn(*[np.arange(3.0), np.ones(3)][: len(inputs)]), expected)
     past = indexed(x3, np.array([0, 3]))
@@ -268,3 +272,36 @@ def test_indices_known_to_fit_keep_stocks_function(op_type):
     with pytest.raises(IndexError, match="index 3 is out of bounds for axis 0 with size 3"):
         pytensor.function(inputs, past, mode="LLVM")(*[np.zeros(3), np.ones(2)][: len(inputs)])
     assert index_checks(indexed(x, np.array([0, 2])).owner) == (IndexCheck(0, 0, False),)  # x's length unknown
+    m3 = pt.tensor("m3", shape=(2, 3))
+    after_a_slice = indexed(m3, (np.array([0, 1]), slice(1, None)))  # not x's leading axes only
+    assert indexing_plan(after_a_slice.owner) is None
+    fn = pytensor.function([m3, *inputs[1:]], after_a_slice, mode="LLVM")
+    [node] = [node for node in fn.maker.fgraph.apply_nodes if type(node.op) is op_type]
+    assert plan_graph(fn.maker.fgraph)[node].lowering is None
+
+
+def test_reads_and_updates_by_leading_index_arrays_are_intrinsics_of_the_graph_function():
+    """The categorical's ``p[arange(n)[:, None], y[:, None]]`` and its gradient's update, as PyMC builds them (the
+    update not fused into a loop)."""
+    rows, columns = pt.lvector("rows"), pt.lvector("columns")
+    read = m[rows[:, None], columns[:, None]]
+    outputs = [read, pt.grad(pt.log(read).sum(), m)]
+    values = [np.arange(1.0, 13.0).reshape(4, 3), np.arange(4), np.array([2, 0, -1, 1])]
+    fn, _ = compare_llvm_numba_and_py([m, rows, columns], outputs, values, llvm_mode=UNFUSED)
+    source = graph_source(fn.maker.fgraph)
+    ops = (AdvancedSubtensor, AdvancedIncSubtensor)
+    calls = [call for call in source.plan.calls if isinstance(getattr(call.label, "op", None), ops)]
+    assert {type(call.label.op) for call in calls} == set(ops)
+    assert all(isinstance(call.function, _Intrinsic) for call in calls)
+    plan = plan_graph(fn.maker.fgraph)
+    assert sorted(plan[call.label].spec.kind for call in calls) == ["inc", "read"]
+
+
+def test_indices_that_do_not_broadcast_are_stocks_value_error():
+    messages = {}
+    for mode in ("NUMBA", "LLVM"):
+        fn = pytensor.function([m, i, j], m[i, j], mode=mode)
+        with pytest.raises(ValueError) as raised:
+            fn(np.zeros((3, 3)), np.array([0, 1]), np.array([0, 1, 2], "int32"))
+        messages[mode] = str(raised.value)
+    assert messages["LLVM"] == messages["NUMBA"]

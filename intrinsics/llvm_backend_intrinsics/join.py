@@ -12,7 +12,7 @@ Layering, as numba's own concatenate: typing (``_join_ndim``, ``_output_dtype``)
 carries the whole n-tuple of arrays, which makes a wide join compile markedly slower.
 """
 
-from functools import partial
+from functools import cache, partial
 from typing import NamedTuple
 
 import numpy as np
@@ -507,6 +507,29 @@ def linear_join(typingctx, axis, arrays, dtype):
     in_types = types.UniTuple(pack.array_type, pack.count) if pack else arrays
     out_type = types.Array(_output_dtype(dtype), _join_ndim(in_types), "C")
     return out_type(axis, arrays, dtype), partial(_emit_linear_join, in_types=in_types, pack=pack, out_type=out_type)
+
+
+@cache
+def joiner(axis: int, dtype: np.dtype):
+    """The intrinsic ``join(*entries)``: ``linear_join(axis, entries, dtype)`` (``entries`` its arrays and scalars,
+    or one ``ArrayPack``), emitted in the module of the function calling it, as a node of a graph function is,
+    without a function of its own that numba would type and compile for each node's entry types."""
+    out_dtype = numpy_support.from_dtype(np.dtype(dtype))
+
+    @intrinsic
+    def join(typingctx, *entries):
+        arguments = types.StarArgTuple(entries)
+        pack = entries[0] if len(entries) == 1 and isinstance(entries[0], ArrayPackType) else None
+        in_types = types.UniTuple(pack.array_type, pack.count) if pack else arguments
+        out_type = types.Array(out_dtype, _join_ndim(in_types), "C")
+
+        def codegen(context, builder, sig, args):
+            linear = out_type(types.intp, arguments)
+            return _emit_linear_join(context, builder, linear, (_INTP(axis), args[0]), in_types, pack, out_type)
+
+        return out_type(arguments), codegen
+
+    return join
 
 
 def filled_join(filled: int, before: int, after: int, dtype: np.dtype):

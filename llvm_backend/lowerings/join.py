@@ -3,11 +3,10 @@ loop
 nest per input dtype, linear IR in the input count. ``linear_join`` takes the scalar entries of PyTensor's
 ``ScalarizedJoin`` and the 0-d entries of a ``MakeVector`` (a 1-d join of length-1 entries) directly.
 
-``Join`` holds its axis as a static property (``Join(axis)(*tensors)``), so every node function takes only
-the entries. For ``Join(1)(x0, x1, x2)`` with a float64 output the node function is::
-
-    def join(*entries):
-        return linear_join(1, entries, out_dtype)  # out_dtype = np.dtype("float64")
+``Join`` holds its axis as a static property (``Join(axis)(*tensors)``), so every node's call takes only
+the entries. For ``Join(1)(x0, x1, x2)`` with a float64 output the node's call is the intrinsic
+``joiner(1, np.dtype("float64"))(x0, x1, x2)``, ``linear_join(1, (x0, x1, x2), np.float64)`` emitted in the graph
+function, without a function of its own per node.
 
 When a 1-d join's entry is a new vector of one of our loops that only the join reads, the loop allocates the
 join's output and writes the entry within it, and the join writes the others around it (`fill_joins`, a graph
@@ -19,7 +18,6 @@ function, which takes each entry as a parameter of its own, compiles the others.
 """
 
 import numpy as np
-from pytensor.link.numba.dispatch.basic import numba_njit
 from pytensor.scalar import ScalarType
 from pytensor.tensor.basic import Join, MakeVector
 from pytensor.tensor.rewriting.scalarize import ScalarizedJoin
@@ -34,7 +32,7 @@ from llvm_backend.dispatch import (
     register_graph_pass,
     register_lowering,
 )
-from llvm_backend_intrinsics.join import filled_join, linear_join
+from llvm_backend_intrinsics.join import filled_join, joiner, linear_join
 from llvm_backend_intrinsics.loops import LoopSpec
 
 __all__ = [
@@ -57,14 +55,6 @@ def entries_fit_a_call(node) -> bool:
     return len(node.inputs) <= NUMBA_MAX_TUPLE or one_pack(node.inputs)
 
 
-def _joiner(axis: int, out_dtype: np.dtype):
-    @numba_njit
-    def join(*entries):
-        return linear_join(axis, entries, out_dtype)
-
-    return join
-
-
 @register_lowering(Join, linear_join, when=entries_fit_a_call, pack_start=0)
 def lower_join(context: LoweringContext):
     """The hint ``filled = (k, before, after)``: entry ``k`` arrives as the output itself (`fill_joins`)."""
@@ -72,7 +62,7 @@ def lower_join(context: LoweringContext):
     out_dtype = np.dtype(context.node.outputs[0].dtype)
     if filled is not None:
         return filled_join(*filled, out_dtype), lowering_cache_key(op, out_dtype=str(out_dtype), filled=filled)
-    return _joiner(op.axis, out_dtype), lowering_cache_key(op, out_dtype=str(out_dtype))
+    return joiner(op.axis, out_dtype), lowering_cache_key(op, out_dtype=str(out_dtype))
 
 
 @register_lowering(ScalarizedJoin, linear_join, when=entries_fit_a_call, pack_start=0)
@@ -87,7 +77,7 @@ def lower_scalarized_join(context: LoweringContext):
     key = lowering_cache_key(op, out_dtype=str(out_dtype), entries=entries, filled=filled)
     if filled is not None:
         return filled_join(*filled, out_dtype), key
-    return _joiner(0, out_dtype), key
+    return joiner(0, out_dtype), key
 
 
 def _static_length(var) -> int | None:
@@ -171,4 +161,4 @@ def lower_make_vector(context: LoweringContext):
     """A wide ``MakeVector(x0, ..., xn)`` as ``linear_join(0, (x0, ..., xn), dtype)``, which also takes the
     entries as one pack. Up to ``MAX_ITEMS`` entries, stock's function (it has no wide-tuple problem there)."""
     out_dtype = np.dtype(context.node.outputs[0].dtype)
-    return _joiner(0, out_dtype), lowering_cache_key(context.op, out_dtype=str(out_dtype))
+    return joiner(0, out_dtype), lowering_cache_key(context.op, out_dtype=str(out_dtype))

@@ -4,12 +4,13 @@ import pytensor.tensor as pt
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from numba.core.extending import _Intrinsic
 from pytensor.tensor.basic import Join, MakeVector
 from pytensor.tensor.rewriting.fused_elemwise import FusedElemwise
 from pytensor.tensor.rewriting.scalarize import ScalarizedJoin
 
 import llvm_backend
-from llvm_backend.codegen import SCALAR_PACK_MIN
+from llvm_backend.codegen import SCALAR_PACK_MIN, graph_source
 from llvm_backend.dispatch import MAX_ITEMS
 from llvm_backend.lowerings.join import NUMBA_MAX_TUPLE, entries_fit_a_call, filled_joins
 from llvm_backend.tools.measure import allocations_per_call
@@ -343,3 +344,15 @@ def test_a_wide_stack_of_one_reduced_value_matches_py_and_stock(dtype):
     total = pt.sum(x)
     _, (out,) = compare_llvm_numba_and_py([x], [pt.stack([total] * (MAX_ITEMS + 1))], [np.array([3], dtype=dtype)])
     assert out.tolist() == [3] * (MAX_ITEMS + 1)
+
+
+def test_a_join_is_an_intrinsic_of_the_graph_function():
+    """Each node's join is emitted in the graph function: no function of its own for numba to compile per node."""
+    a, b, v = pt.dmatrix("a"), pt.dmatrix("b"), pt.dvector("v")
+    outputs = [pt.join(1, a, b), pt.join(0, v, pt.as_tensor([1.0, 2.0]) * v[0])]
+    values = [np.ones((2, 3)), np.zeros((2, 1)), np.arange(3.0)]
+    fn, _ = compare_llvm_numba_and_py([a, b, v], outputs, values)
+    source = graph_source(fn.maker.fgraph)
+    calls = [call for call in source.plan.calls if isinstance(getattr(call.label, "op", None), Join)]
+    assert len(calls) == 2
+    assert all(isinstance(call.function, _Intrinsic) for call in calls)

@@ -133,7 +133,11 @@ EVERY_NEW_NODE = textwrap.dedent(
     checked = pt.specify_shape(m, (n, None))
     first, second = pt.split(checked, sizes, n_splits=2, axis=1)
     outputs = [
-        checked.sum(axis=1), first.max(axis=0), pt.alloc(second.sum(axis=0), m.shape[0], 2) * 2, first @ second.T
+        checked.sum(axis=1),
+        first.max(axis=0),
+        pt.alloc(second.sum(axis=0), m.shape[0], 2) * 2,
+        (first @ second.T).reshape((-1,)),
+        pt.join(0, checked[sizes, sizes], checked[0]),
     ]
     fn = pytensor.function([m, n, sizes], outputs, mode="LLVM")
     values = fn(np.arange(12.0).reshape(3, 4), 3, np.array([2, 2]))
@@ -144,9 +148,10 @@ EVERY_NEW_NODE = textwrap.dedent(
 
 
 @pytest.mark.slow
-def test_a_graph_of_every_shape_split_fill_product_and_axis_reduction_node_loads_from_the_disk_cache(tmp_path):
-    """Each of these nodes' keys is the same in every process (a key of a pickled scalar op's props was not), and
-    the product's BLAS symbols resolve in the process that loads the graph function."""
+def test_a_graph_of_every_intrinsic_node_loads_from_the_disk_cache(tmp_path):
+    """Each of these nodes' keys (shapes, splits, fills, products, reshapes, indexed reads, joins and axis
+    reductions) is the same in every process (a key of a pickled scalar op's props was not), and the product's
+    BLAS symbols resolve in the process that loads the graph function."""
     env = os.environ | {"PYTENSOR_FLAGS": f"base_compiledir={tmp_path}"}
     runs = []
     for _ in range(2):
@@ -158,7 +163,8 @@ def test_a_graph_of_every_shape_split_fill_product_and_axis_reduction_node_loads
         matrix.sum(1),
         matrix[:, :2].max(0),
         np.broadcast_to(matrix[:, 2:].sum(0), (3, 2)) * 2,
-        matrix[:, :2] @ matrix[:, 2:].T,
+        (matrix[:, :2] @ matrix[:, 2:].T).ravel(),
+        np.concatenate([matrix[[2, 2], [2, 2]], matrix[0]]),
     ]
     for run in runs:
         for got, want in zip(run["values"], expected, strict=True):

@@ -9,7 +9,7 @@ scalar parameter). Here each is an intrinsic: its typing is a few lines of Pytho
 graph's module, built with numba's own pieces (``basic_indexing``, ``make_view``, ``_empty_nd_impl``), so the values,
 the layouts typed and the errors raised are stock's.
 
-Layering: typing (`_index_types`, `_shuffled_layout`) -> the ``@intrinsic`` glue (`basic_index`,
+Layering: typing (`index_types_of`, `_shuffled_layout`) -> the ``@intrinsic`` glue (`basic_index`,
 `dimshuffle_view`, `box_scalar`, `unbox_scalar`) -> the emitters ``_emit_*``. Values are named after the call's
 arguments and output (`llvm_backend_intrinsics.naming.call_names`: a graph's variables, else ``in0``, ``out0``).
 
@@ -41,7 +41,9 @@ __all__ = [
     "dimshuffle_view",
     "emit_array",
     "emit_box",
+    "emit_indices",
     "emit_intp",
+    "index_types_of",
     "integer_type",
     "unbox_scalar",
 ]
@@ -64,7 +66,7 @@ def integer_type(ty, what: str):
     return item
 
 
-def _index_types(entries: tuple, arguments) -> list:
+def index_types_of(entries: tuple, arguments) -> list:
     """The numba type of each index of ``entries``: an integer's own type, or the slice type of a slice."""
     index_types = []
     for k, entry in enumerate(entries):
@@ -112,7 +114,7 @@ def emit_intp(context, builder, ty, value):
     return named(context.cast(builder, integer, item_type, types.intp), f"{integer.name}.intp")
 
 
-def _emit_indices(context, builder, entries, argument_types, values, index_types) -> list:
+def emit_indices(context, builder, entries, argument_types, values, index_types) -> list:
     """The index values of ``entries``: integers as they are, slices built as ``slice(start, stop[, step])``
     builds them (an absent bound is None)."""
     indices = []
@@ -176,7 +178,7 @@ def basic_index(entries: tuple, box: bool):
     def index(typingctx, x, *arguments):
         if not isinstance(x, types.Array):
             raise errors.TypingError(f"basic_index: x must be an array, got {x}")
-        index_types = _index_types(entries, arguments)
+        index_types = index_types_of(entries, arguments)
         typed = typingctx.resolve_function_type(operator.getitem, (x, types.BaseTuple.from_types(index_types)), {})
         if typed is None:
             raise errors.TypingError(f"basic_index: {x} cannot be indexed by {tuple(index_types)}")
@@ -189,7 +191,7 @@ def basic_index(entries: tuple, box: bool):
             names = call_names(1 + len(arguments), 1)
             out = names.outputs[0]
             values = [builder.extract_value(packed, k, name=name) for k, name in enumerate(names.arguments[1:])]
-            indices = _emit_indices(context, builder, entries, arguments, values, index_types)
+            indices = emit_indices(context, builder, entries, arguments, values, index_types)
             array = context.make_array(x)(context, builder, source)
             named(array._getpointer(), f"{names.arguments[0]}.struct")
             data, shapes, strides = basic_indexing(context, builder, x, array, index_types, indices, boundscheck=True)

@@ -10,7 +10,20 @@ from llvm_backend.lowerings import (
     reduction,
     shapes,
     split,
+    updates,
     views,
 )
 
-__all__ = ["advanced_indexing", "alloc", "composite", "dot", "join", "loops", "reduction", "shapes", "split", "views"]
+__all__ = [
+    "advanced_indexing",
+    "alloc",
+    "composite",
+    "dot",
+    "join",
+    "loops",
+    "reduction",
+    "shapes",
+    "split",
+    "updates",
+    "views",
+]

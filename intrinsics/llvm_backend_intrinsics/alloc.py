@@ -5,29 +5,42 @@ Stock numba compiles each ``Alloc`` node as an ``@njit`` function of its own, wh
 ``res[...] = value``, its array-assignment machinery typed and lowered in every fresh process. Here it is a loop
 nest of the graph's module. The checks and errors are stock's: each axis of the value that is not statically of
 length 1 must have the output's length along the axis it aligns with (the value's axes align with the output's
-last ones), else a ``ValueError``; a negative size is numba's ``ValueError`` for ``np.empty``.
+last ones), else a ``ValueError``; a negative size is stock's ``ValueError`` (numba's ``np.empty``'s), checked before
+the allocation (numba's allocator, given a negative size in a function called from another, leaves a Python error
+set that the caller does not see: a ``SystemError``).
 
 Layering: typing (`_check_types`) -> the ``@intrinsic`` glue (`alloc_fill`) -> the emitters ``_emit_*``.
 
     alloc_fill((False, True))(value, n, m, k)  # value of shape (m, 1): np.broadcast_to(value, (n, m, k)).copy()
+    alloc_empty(np.dtype("float64"))(n, m)  # np.empty((n, m)), PyTensor's AllocEmpty
 """
 
 from functools import cache
 
+import numpy as np
 from numba.core import cgutils, errors, types
 from numba.core.imputils import impl_ret_new_ref
 from numba.extending import intrinsic
+from numba.np import numpy_support
 from numba.np.arrayobj import _empty_nd_impl, load_item, store_item
 
 from llvm_backend_intrinsics.naming import call_names, named
 from llvm_backend_intrinsics.views import emit_array, emit_intp, integer_type
 
-__all__ = ["MISMATCH_ERROR", "RUNTIME_BROADCAST_ERROR", "alloc_fill"]
+__all__ = [
+    "MISMATCH_ERROR",
+    "NEGATIVE_SIZE_ERROR",
+    "RUNTIME_BROADCAST_ERROR",
+    "alloc_empty",
+    "alloc_fill",
+]
 
 _INTP = cgutils.intp_t
 
 MISMATCH_ERROR = "could not broadcast input array into the shape requested by Alloc"
 """Stock's ``ValueError`` when an axis of the value has neither the output's length nor length 1."""
+NEGATIVE_SIZE_ERROR = "negative dimensions not allowed"
+"""Stock's ``ValueError`` (numba's ``np.empty``) for a negative size."""
 RUNTIME_BROADCAST_ERROR = (
     "Runtime broadcasting not allowed. The output of Alloc requires broadcasting a dimension of the input value,"
     " which was not marked as broadcastable. If broadcasting was intended, use `specify_broadcastable` on the"
@@ -59,6 +72,21 @@ def _check_types(value, sizes, broadcast: tuple):
 
 
 # ---------------------------------------------------------------- emitters
+
+
+def _emit_sizes(context, builder, sizes, packed, names) -> list:
+    """The sizes of a new array, arguments ``sizes`` (integers or 0-d integer arrays) in the tuple ``packed``, as
+    ``intp``s: `NEGATIVE_SIZE_ERROR` if one is negative."""
+    shapes = [
+        emit_intp(context, builder, size, builder.extract_value(packed, k, name=names[k]))
+        for k, size in enumerate(sizes)
+    ]
+    negative = cgutils.false_bit
+    for shape in shapes:
+        negative = builder.or_(negative, builder.icmp_signed("<", shape, shape.type(0)))
+    with cgutils.if_unlikely(builder, negative):
+        context.call_conv.return_user_exc(builder, ValueError, (NEGATIVE_SIZE_ERROR,))
+    return shapes
 
 
 def _emit_checks(context, builder, value_shapes, out_shapes, broadcast, name: str) -> None:
@@ -97,10 +125,7 @@ def alloc_fill(broadcast: tuple):
             names = call_names(1 + len(sizes), 1)
             name, out = names.arguments[0], names.outputs[0]
             source, packed = args
-            out_shapes = [
-                emit_intp(context, builder, size, builder.extract_value(packed, k, name=names.arguments[1 + k]))
-                for k, size in enumerate(sizes)
-            ]
+            out_shapes = _emit_sizes(context, builder, sizes, packed, names.arguments[1:])
             if isinstance(value, types.Array):
                 array, value_shapes, strides = emit_array(context, builder, value, source, name)
                 _emit_checks(context, builder, value_shapes, out_shapes, broadcast, name)
@@ -124,3 +149,27 @@ def alloc_fill(broadcast: tuple):
         return out_type(value, types.StarArgTuple(sizes)), codegen
 
     return fill
+
+
+@cache
+def alloc_empty(dtype: np.dtype):
+    """The intrinsic ``empty(*sizes)``: a new C-contiguous array of ``dtype`` and shape ``sizes`` (integers or 0-d
+    integer arrays), its values unset, as ``np.empty`` (a negative size is its ``ValueError``)."""
+    element = numpy_support.from_dtype(np.dtype(dtype))
+
+    @intrinsic
+    def empty(typingctx, *sizes):
+        for k, size in enumerate(sizes):
+            integer_type(size, f"alloc_empty: size {k}")
+        out_type = types.Array(element, len(sizes), "C")
+
+        def codegen(context, builder, signature, args):
+            names = call_names(len(sizes), 1)
+            [packed] = args
+            shapes = _emit_sizes(context, builder, sizes, packed, names.arguments)
+            result = _empty_nd_impl(context, builder, out_type, shapes)
+            return impl_ret_new_ref(context, builder, out_type, named(result._getvalue(), names.outputs[0]))
+
+        return out_type(types.StarArgTuple(sizes)), codegen
+
+    return empty

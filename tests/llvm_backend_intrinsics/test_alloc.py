@@ -11,7 +11,13 @@ from hypothesis import strategies as st
 from numba.core import errors
 from numba.core.runtime import _nrt_python, rtsys
 
-from llvm_backend_intrinsics.alloc import MISMATCH_ERROR, RUNTIME_BROADCAST_ERROR, alloc_fill
+from llvm_backend_intrinsics.alloc import (
+    MISMATCH_ERROR,
+    NEGATIVE_SIZE_ERROR,
+    RUNTIME_BROADCAST_ERROR,
+    alloc_empty,
+    alloc_fill,
+)
 
 
 @functools.cache
@@ -89,3 +95,32 @@ def test_a_call_allocates_its_output_only():
     after = rtsys.get_allocation_stats()
     assert after.mi_alloc - before.mi_alloc == 10 * 2  # the value's meminfo (numba's unboxing) and the output
     assert after.mi_alloc - before.mi_alloc == after.mi_free - before.mi_free
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.int32, np.bool_])
+def test_an_empty_array_has_the_shape_and_dtype_asked_for(dtype):
+    empty = alloc_empty(np.dtype(dtype))
+    made = numba.njit(cache=False)(lambda n, m: empty(n, m))(3, np.array(2, dtype=np.int8))
+    assert made.shape == (3, 2) and made.dtype == dtype and made.flags.c_contiguous
+
+
+def test_an_empty_array_of_a_negative_size_is_numbas_value_error_and_a_float_size_a_typing_error():
+    empty = alloc_empty(np.dtype(np.float64))
+    made = numba.njit(cache=False)(lambda n: empty(n, 2))
+    with pytest.raises(ValueError, match=NEGATIVE_SIZE_ERROR):
+        made(-1)
+    with pytest.raises(errors.TypingError, match="alloc_empty: size 0"):
+        made(1.5)
+
+
+def test_a_negative_size_is_a_value_error_in_a_function_called_from_another():
+    """numba's allocator, given a negative size, left an error its caller's caller reported as a SystemError."""
+    empty, fill = alloc_empty(np.dtype(np.float64)), alloc_fill(())
+
+    @numba.njit(cache=False)
+    def inner(n):
+        return empty(n, 2), fill(1.0, 2, n)
+
+    outer = numba.njit(cache=False)(lambda n: inner(n))
+    with pytest.raises(ValueError, match=NEGATIVE_SIZE_ERROR):
+        outer(-1)

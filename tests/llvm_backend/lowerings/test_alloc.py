@@ -6,7 +6,7 @@ import pytensor
 import pytensor.tensor as pt
 import pytest
 from numba.core.extending import _Intrinsic
-from pytensor.tensor.basic import Alloc
+from pytensor.tensor.basic import Alloc, AllocEmpty
 
 import llvm_backend  # noqa: F401
 from llvm_backend.codegen import graph_source
@@ -58,3 +58,19 @@ def test_an_alloc_is_an_intrinsic_of_the_graph_function():
     calls = [call for call in source.plan.calls if isinstance(getattr(call.label, "op", None), Alloc)]
     assert len(calls) == 2
     assert all(isinstance(call.function, _Intrinsic) for call in calls)
+
+
+def test_an_alloc_empty_is_an_intrinsic_with_stocks_shape_dtype_and_error():
+    made = {}
+    for mode in ("NUMBA", "LLVM"):
+        fn = pytensor.function([n], pt.empty((n, 3), dtype="float32"), mode=mode)
+        value = fn(2)
+        made[mode] = (value.shape, value.dtype)
+        with pytest.raises(ValueError) as raised:
+            fn(-1)
+        made[mode] += (str(raised.value),)
+    assert made["LLVM"] == made["NUMBA"] == ((2, 3), np.float32, made["NUMBA"][2])
+    [node] = [node for node in fn.maker.fgraph.apply_nodes if isinstance(node.op, AllocEmpty)]
+    assert plan_graph(fn.maker.fgraph)[node].lowering is LOWERINGS[AllocEmpty]
+    [call] = [call for call in graph_source(fn.maker.fgraph).plan.calls if call.label is node]
+    assert isinstance(call.function, _Intrinsic)

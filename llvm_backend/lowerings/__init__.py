@@ -3,6 +3,7 @@
 from llvm_backend.lowerings import (
     advanced_indexing,
     alloc,
+    checks,
     composite,
     cumulative,
     dot,
@@ -18,6 +19,7 @@ from llvm_backend.lowerings import (
 __all__ = [
     "advanced_indexing",
     "alloc",
+    "checks",
     "composite",
     "cumulative",
     "dot",

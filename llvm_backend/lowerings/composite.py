@@ -14,6 +14,9 @@ In place of stock's calls the plan calls what those functions compute:
   and stock types and compiles a separate ``switch`` function for every one;
 - a scalar op stock lowers generically (`numba_funcify_ScalarOp`) whose ``nfunc_spec`` names a numpy
   function: that function applied to the operands;
+- such an op whose ``nfunc_spec`` names a ``scipy.special`` function with a ``cython_special`` routine of float64
+  arguments, applied to float64 operands for a float64 result: that routine, called directly
+  (`llvm_backend_intrinsics.special`), where stock resolves its address in object mode;
 - the result narrowed to the node's output dtype with stock's ``direct_cast`` where stock's
   `register_scalar_funcify` narrows it (outputs not of bool, int64, uint64, float64 or complex128);
 
@@ -53,6 +56,7 @@ from pytensor.scalar.basic import Add, Composite, Mul, ScalarOp, Switch
 from llvm_backend.dispatch import register_lowering
 from llvm_backend_intrinsics.graph import GraphPlan, PlanCall, graph_intrinsic
 from llvm_backend_intrinsics.select import select
+from llvm_backend_intrinsics.special import double_routine, special_function
 
 __all__ = [
     "COMPOSITE_VERSION",
@@ -96,6 +100,20 @@ def _numpy_function(op) -> str | None:
     return spec[0]
 
 
+def _special_routine(node) -> str | None:
+    """The ``scipy.special`` function stock's generic lowering of ``node`` calls through its ``cython_special``
+    routine of doubles, if the node's operands and result are float64 and scipy has one."""
+    if numba_funcify_and_cache_key.dispatch(type(node.op)) is not _GENERIC or len(node.outputs) != 1:
+        return None
+    spec = getattr(node.op, "nfunc_spec", None)
+    module, _, name = spec[0].rpartition(".") if spec else ("", "", "")
+    if module != "scipy.special":
+        return None
+    if any(var.type.dtype != "float64" for var in (*node.inputs, *node.outputs)):
+        return None
+    return name if double_routine(name, len(node.inputs)) is not None else None
+
+
 def _function(node):
     """The function the plan calls for ``node`` in place of stock's, and how the text names it; None for
     stock's own."""
@@ -103,6 +121,8 @@ def _function(node):
         return select, "select"
     if len(node.outputs) == 1 and (name := _numpy_function(node.op)) is not None:
         return getattr(np, name), f"np.{name}"
+    if (name := _special_routine(node)) is not None:
+        return special_function(name), f"special.{name}"
     return None
 
 

@@ -6,6 +6,7 @@ import textwrap
 
 import numpy as np
 import pytest
+import scipy.special
 
 from llvm_backend.codegen import SCALAR_PACK_MIN
 
@@ -138,6 +139,7 @@ EVERY_NEW_NODE = textwrap.dedent(
         pt.alloc(second.sum(axis=0), m.shape[0], 2) * 2,
         (first @ second.T).reshape((-1,)),
         pt.join(0, checked[sizes, sizes], checked[0]),
+        pt.psi(checked + 1.0).sum(axis=0),
     ]
     fn = pytensor.function([m, n, sizes], outputs, mode="LLVM")
     values = fn(np.arange(12.0).reshape(3, 4), 3, np.array([2, 2]))
@@ -151,7 +153,7 @@ EVERY_NEW_NODE = textwrap.dedent(
 def test_a_graph_of_every_intrinsic_node_loads_from_the_disk_cache(tmp_path):
     """Each of these nodes' keys (shapes, splits, fills, products, reshapes, indexed reads, joins and axis
     reductions) is the same in every process (a key of a pickled scalar op's props was not), and the product's
-    BLAS symbols resolve in the process that loads the graph function."""
+    BLAS symbols and ``psi``'s ``cython_special`` routine resolve in the process that loads the graph function."""
     env = os.environ | {"PYTENSOR_FLAGS": f"base_compiledir={tmp_path}"}
     runs = []
     for _ in range(2):
@@ -165,6 +167,7 @@ def test_a_graph_of_every_intrinsic_node_loads_from_the_disk_cache(tmp_path):
         np.broadcast_to(matrix[:, 2:].sum(0), (3, 2)) * 2,
         (matrix[:, :2] @ matrix[:, 2:].T).ravel(),
         np.concatenate([matrix[[2, 2], [2, 2]], matrix[0]]),
+        scipy.special.psi(matrix + 1.0).sum(axis=0),
     ]
     for run in runs:
         for got, want in zip(run["values"], expected, strict=True):

@@ -1,6 +1,7 @@
 """Scalar Composites lowered as one function (``llvm_backend.lowerings.composite``): stock's arithmetic written
 into one body, values as the py linker and stock NUMBA, stock's lowering untouched outside the LLVM mode."""
 
+import re
 from collections import Counter
 
 import numba
@@ -18,6 +19,7 @@ from pytensor.tensor.rewriting.scalarize import ScalarizedElemwise
 
 import llvm_backend  # noqa: F401
 from llvm_backend.lowerings.composite import composite_body, lowering_composites
+from llvm_backend.tools.inspect_ir import stage_text
 from llvm_backend.tools.testing import compare_llvm_numba_and_py
 
 DTYPES = ["int8", "uint8", "int32", "int64", "uint64", "float32", "float64", "bool"]
@@ -245,3 +247,14 @@ def test_composites_are_emitted_in_the_graph_function(monkeypatch, dtype):
         ].count(True) == 2, ops
     assert compiled["llvm_graph_fn"] == 1 and not {"composite", "elemwise_loop"} & set(compiled), compiled
     compare_llvm_numba_and_py([a, b, x], outputs, values)
+
+
+def test_a_scipy_special_op_of_doubles_is_its_cython_routine_called_directly():
+    """``psi`` (the gradient of ``gammaln``) and ``gammainc``: stock resolves their routine's address in object
+    mode, a function per op in every process; the graph calls the routine (`llvm_backend_intrinsics.special`)."""
+    x = pt.dvector("x")
+    outputs = [pt.psi(x) * 2, pt.gammainc(x, x + 1.0), pt.grad(pt.gammaln(x).sum(), x)]
+    fn, _ = compare_llvm_numba_and_py([x], outputs, [np.array([0.5, 1.0, 3.7])])
+    optimized = stage_text(fn, "llvm-opt")
+    for routine in ("psi", "gammainc"):
+        assert re.search(rf"call [^\n]*@llvm_backend_special_\w*{routine}\(", optimized), routine

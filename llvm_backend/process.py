@@ -14,9 +14,11 @@ One more is made only while the LLVM mode compiles, and put back when the last c
 `Change`: Python's garbage collection thresholds (``llvm_backend.collector.paced_collections``).
 
 Left out, because nothing else sees them and numba cannot take them back: the numba types, data models and ``typeof``
-entries of ``llvm_backend_intrinsics``, keyed by classes of our own (``ArrayPack``, ``ScalarPack``, ...), and the
-compiled code numba keeps. Everything else the package does is confined to its own objects and to the modes using its
-linker.
+entries of ``llvm_backend_intrinsics``, keyed by classes of our own (``ArrayPack``, ``ScalarPack``, ...), the compiled
+code numba keeps, and the LLVM symbols of scipy's routines the intrinsics call (``llvm_backend_blas_*``, given when
+``llvm_backend_intrinsics.blas`` is imported, and ``llvm_backend_special_*``, when a lowering first names the
+routine), names of our own that no other code looks up. Everything else the package does is confined to its own
+objects and to the modes using its linker.
 """
 
 import llvmlite.binding as llvm

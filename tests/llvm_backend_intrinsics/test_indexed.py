@@ -62,7 +62,7 @@ def test_an_increment_is_add_at_duplicates_included(case, scalar, inplace):
     shape = x[indices].shape
     y = 1.5 if scalar else np.arange(1.0, 1.0 + shape[-1]) if shape and shape[-1] else np.ones(shape)
     want = x.copy()
-    np.add.at(want, indices, y)
+    np.add.at(want, indices, np.broadcast_to(y, shape))  # numpy 2.5's add.at misreads a y it must broadcast
     buffer = x.copy()
     got = accessor("inc", len(indices), inplace)(buffer, y, indices)
     np.testing.assert_array_equal(got, want)

@@ -114,7 +114,7 @@ def _indexing(node, elemwise) -> tuple | None:
     n, ndim = len(elemwise.inputs), elemwise.outputs[0].type.ndim
     reduced = node.op.reduced_outputs or (None,) * len(node.outputs)
     indices, reads, writes = [], [None] * n, {}
-    first_target = n + len(node.op.indexed_inputs)
+    targets = iter(range(n + len(node.op.indexed_inputs), len(node.inputs)))
     for k, (read, write) in enumerate(zip(node.op.indexed_inputs, node.op.indexed_outputs, strict=True)):
         index = node.inputs[n + k]
         if not (isinstance(index.type, TensorType) and index.type.ndim == 1 and index.type.numpy_dtype.kind in "iu"):
@@ -127,17 +127,15 @@ def _indexing(node, elemwise) -> tuple | None:
             reads[j] = k
         if write is None:
             continue
+        position = next(targets)
+        target = node.inputs[position].type
         for j in write[0]:
-            destroyed = node.op.destroy_map.get(j, [])
-            if len(destroyed) != 1 or destroyed[0] < first_target:
-                return None
-            position = destroyed[0]
-            target, out = node.inputs[position].type, elemwise.outputs[j].type
+            out = elemwise.outputs[j].type
             if target.ndim != ndim or target.dtype != out.dtype or write[2] not in ("inc", "set"):
                 return None
             if any(target.broadcastable[d] != out.broadcastable[d] for d in range(ndim) if d != axis):
                 return None
-            if reduced[j] is not None or j in elemwise.op.inplace_pattern:
+            if reduced[j] is not None or j in elemwise.op.inplace_pattern or node.op.destroy_map.get(j) != [position]:
                 return None
             if write[2] == "inc" and np.dtype(target.dtype).kind not in "iuf":
                 return None

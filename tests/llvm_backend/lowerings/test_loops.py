@@ -300,21 +300,3 @@ def test_a_loop_calling_c_math_functions_agrees_with_stock_and_py_and_vectorizes
     for function in ("log1p", "lgamma"):
         called = re.search(rf"call [^\n]*<\d+ x {kind}> @\"?llvm_backend\.vector\.{function}{scalar}\.\d+", optimized)
         assert called or not host_has_avx2, function
-
-
-def test_the_gradients_of_parameters_gathered_by_one_index_are_one_loop_of_ours():
-    """A hierarchical model's group intercept and slope, both gathered by the group index: the fused node writes
-    each gradient into its own target through one index, which the loop takes (each output's target is the input
-    its ``destroy_map`` names)."""
-    a, b, x, group = pt.dvector("a"), pt.dvector("b"), pt.dvector("x"), pt.lvector("group")
-    logp = (-0.5 * (x - a[group] - b[group] * x) ** 2).sum()
-    values = [np.arange(3.0), np.full(3, 0.5), np.linspace(0.0, 1.0, 7), np.array([0, 1, 2, 1, 0, 2, -1])]
-    fn, _ = compare_llvm_numba_and_py([a, b, x, group], [logp, *pt.grad(logp, [a, b])], values)
-    [node] = [node for node in fn.maker.fgraph.apply_nodes if isinstance(node.op, FusedElemwise)]
-    [(outputs, _, mode)] = [write for write in node.op.indexed_outputs if write is not None]
-    assert len(outputs) == 2 and mode == "inc"
-    spec = loop_spec(node)
-    assert spec is not None
-    assert sorted(output.into for output in spec.outputs if output.indexed) == sorted(
-        node.op.destroy_map[j][0] for j in outputs
-    )

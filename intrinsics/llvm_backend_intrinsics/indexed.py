@@ -30,7 +30,15 @@ from llvm_backend_intrinsics.bounds import emit_index_check
 from llvm_backend_intrinsics.naming import call_names, named
 from llvm_backend_intrinsics.views import emit_array
 
-__all__ = ["INDEX_BROADCAST_ERROR", "KINDS", "VALUE_BROADCAST_ERROR", "indexed_access"]
+__all__ = [
+    "INDEX_BROADCAST_ERROR",
+    "KINDS",
+    "VALUE_BROADCAST_ERROR",
+    "broadcast_at",
+    "emit_store",
+    "emit_value_check",
+    "indexed_access",
+]
 
 _INTP = cgutils.intp_t
 
@@ -92,8 +100,9 @@ def _emit_broadcast_shape(context, builder, index_shapes, ndim: int, name: str) 
     return shape
 
 
-def _emit_value_check(context, builder, y_shapes, shape) -> None:
-    """`VALUE_BROADCAST_ERROR` unless each axis of ``y`` (aligned with the last of ``shape``) is 1 or its length."""
+def emit_value_check(context, builder, y_shapes, shape) -> None:
+    """`VALUE_BROADCAST_ERROR` unless each axis of an update value ``y`` (aligned with the last of ``shape``, the
+    shape written) is 1 or its length."""
     mismatch = cgutils.false_bit
     for size, length in zip(y_shapes, shape[len(shape) - len(y_shapes) :]):
         differs = builder.and_(
@@ -104,7 +113,7 @@ def _emit_value_check(context, builder, y_shapes, shape) -> None:
         context.call_conv.return_user_exc(builder, ValueError, (VALUE_BROADCAST_ERROR,))
 
 
-def _broadcast_at(builder, shapes, at) -> list:
+def broadcast_at(builder, shapes, at) -> list:
     """Position ``at`` of a broadcast shape read in an array of ``shapes`` (its last axes): 0 along a length-1 axis."""
     at = at[len(at) - len(shapes) :]
     return [builder.select(builder.icmp_signed("==", size, _INTP(1)), _INTP(0), i) for size, i in zip(shapes, at)]
@@ -127,7 +136,7 @@ class _Indexed:
         ``at``'s first axes (a negative one counted from the end; the bounds were checked), then ``at``'s others."""
         context, builder, positions = self.context, self.builder, []
         for k, (index_type, (array, shapes, strides)) in enumerate(zip(self.index_types, self.indices)):
-            within = _broadcast_at(builder, shapes, at[: self.index_ndim])
+            within = broadcast_at(builder, shapes, at[: self.index_ndim])
             pointer = cgutils.get_item_pointer2(
                 context, builder, array.data, shapes, strides, index_type.layout, within
             )
@@ -154,7 +163,7 @@ def _emit_read(context, builder, indexed: _Indexed, result_type, shape):
 
 
 def _emit_write(context, builder, kind: str, indexed: _Indexed, y, y_value, target_type, target, shape) -> None:
-    """Set (``kind`` ``"set"``) or add (``"inc"``) ``y``, broadcast into ``shape`` (`_emit_value_check` passed), at
+    """Set (``kind`` ``"set"``) or add (``"inc"``) ``y``, broadcast into ``shape`` (`emit_value_check` passed), at
     the indexed positions of ``target`` (``x`` or its copy, of type ``target_type``)."""
     x = indexed.x
     if isinstance(y, types.Array):
@@ -166,16 +175,16 @@ def _emit_write(context, builder, kind: str, indexed: _Indexed, y, y_value, targ
             context, builder, array.data, indexed.shapes, strides, target_type.layout, indexed.positions(at)
         )
         if isinstance(y, types.Array):
-            within = _broadcast_at(builder, y_shapes, list(at))
+            within = broadcast_at(builder, y_shapes, list(at))
             y_pointer = cgutils.get_item_pointer2(context, builder, y_array.data, y_shapes, y_strides, y.layout, within)
             item, item_type = load_item(context, builder, y, y_pointer), y.dtype
         else:
             item, item_type = y_value, y
-        _emit_store(context, builder, kind, x, pointer, context.cast(builder, item, item_type, x.dtype))
+        emit_store(context, builder, kind, x, pointer, context.cast(builder, item, item_type, x.dtype))
 
 
-def _emit_store(context, builder, kind: str, x, pointer, item) -> None:
-    """Store ``item`` (of ``x``'s dtype) at ``pointer`` into ``x``: set it, or add it (``kind`` ``"inc"``)."""
+def emit_store(context, builder, kind: str, x, pointer, item) -> None:
+    """Store ``item`` (of array type ``x``'s dtype) at ``pointer``: set it, or add it (``kind`` ``"inc"``)."""
     if kind == "inc":
         add = context.get_function(operator.add, x.dtype(x.dtype, x.dtype))
         item = add(builder, (load_item(context, builder, x, pointer), item))
@@ -217,7 +226,7 @@ def indexed_access(kind: str, checks: tuple, inplace: bool):
                 result = _emit_read(context, builder, indexed, result_type, shape)
                 return impl_ret_new_ref(context, builder, result_type, named(result, names.outputs[0]))
             if isinstance(y, types.Array):
-                _emit_value_check(context, builder, emit_array(context, builder, y, y_value, "y")[1], shape)
+                emit_value_check(context, builder, emit_array(context, builder, y, y_value, "y")[1], shape)
             if inplace:
                 _emit_write(context, builder, kind, indexed, y, y_value, result_type, source, shape)
                 return impl_ret_borrowed(context, builder, result_type, source)

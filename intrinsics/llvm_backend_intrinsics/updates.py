@@ -7,7 +7,8 @@ numba's own ``basic_indexing`` gives (`llvm_backend_intrinsics.views`), so the b
 stock's (its functions are compiled with ``boundscheck=True``).
 
 What it keeps true: every index is checked on ``x`` before anything is written or copied; an update value that does
-not broadcast into the indexed view raises stock's ``ValueError`` before anything is written; an update writes
+not broadcast into the indexed view raises stock's ``ValueError`` (`llvm_backend_intrinsics.indexed`'s check) before
+anything is written; an update writes
 into ``x`` itself when ``inplace``, else into a C-contiguous copy, and returns what it wrote into.
 
 Layering: typing (`_check_types`, `llvm_backend_intrinsics.views.index_types_of`) -> the ``@intrinsic`` glue
@@ -22,8 +23,9 @@ from functools import cache
 from numba.core import cgutils, errors, types
 from numba.core.imputils import impl_ret_borrowed, impl_ret_new_ref
 from numba.extending import intrinsic
-from numba.np.arrayobj import _array_copy, basic_indexing, load_item, store_item
+from numba.np.arrayobj import _array_copy, basic_indexing, load_item
 
+from llvm_backend_intrinsics.indexed import VALUE_BROADCAST_ERROR, broadcast_at, emit_store, emit_value_check
 from llvm_backend_intrinsics.naming import call_names
 from llvm_backend_intrinsics.views import emit_array, emit_indices, index_types_of
 
@@ -31,8 +33,6 @@ __all__ = ["KINDS", "VALUE_BROADCAST_ERROR", "basic_update"]
 
 _INTP = cgutils.intp_t
 
-VALUE_BROADCAST_ERROR = "operands could not be broadcast together with remapped shapes"
-"""Stock's ``ValueError`` (numba's ``np.broadcast_to``) for an update value that does not fit the indexed view."""
 KINDS = ("set", "inc")
 
 
@@ -60,16 +60,6 @@ def _check_types(typingctx, kind: str, entries: tuple, x, y, arguments):
 # ---------------------------------------------------------------- emitters
 
 
-def _emit_value_check(context, builder, y_shapes, shapes) -> None:
-    """`VALUE_BROADCAST_ERROR` unless each axis of ``y`` (aligned with the view's last) is 1 or the view's."""
-    mismatch = cgutils.false_bit
-    for size, length in zip(y_shapes, shapes[len(shapes) - len(y_shapes) :]):
-        differs = builder.and_(builder.icmp_signed("!=", size, _INTP(1)), builder.icmp_signed("!=", size, length))
-        mismatch = builder.or_(mismatch, differs)
-    with cgutils.if_unlikely(builder, mismatch):
-        context.call_conv.return_user_exc(builder, ValueError, (VALUE_BROADCAST_ERROR,))
-
-
 class _Value:
     """The update value: a number, or an array (taken apart) read broadcast into the view."""
 
@@ -83,23 +73,11 @@ class _Value:
         context, builder, y = self.context, self.builder, self.y
         if not isinstance(y, types.Array):
             return context.cast(builder, self.value, y, dtype)
-        within = at[len(at) - y.ndim :]
-        within = [
-            builder.select(builder.icmp_signed("==", size, _INTP(1)), _INTP(0), i)
-            for size, i in zip(self.shapes, within)
-        ]
+        within = broadcast_at(builder, self.shapes, at)
         pointer = cgutils.get_item_pointer2(
             context, builder, self.array.data, self.shapes, self.strides, y.layout, within
         )
         return context.cast(builder, load_item(context, builder, y, pointer), y.dtype, dtype)
-
-
-def _emit_write(context, builder, kind: str, x, pointer, item) -> None:
-    """Set ``item`` at ``pointer`` into ``x``, or add it (``kind`` ``"inc"``)."""
-    if kind == "inc":
-        add = context.get_function(operator.add, x.dtype(x.dtype, x.dtype))
-        item = add(builder, (load_item(context, builder, x, pointer), item))
-    store_item(context, builder, x, item, pointer)
 
 
 def _emit_update(context, builder, kind: str, target_type, target, index_types, indices, value: _Value) -> None:
@@ -107,11 +85,11 @@ def _emit_update(context, builder, kind: str, target_type, target, index_types, 
     array = context.make_array(target_type)(context, builder, target)
     data, shapes, strides = basic_indexing(context, builder, target_type, array, index_types, indices)
     if not shapes:
-        _emit_write(context, builder, kind, target_type, data, value.at([], target_type.dtype))
+        emit_store(context, builder, kind, target_type, data, value.at([], target_type.dtype))
         return
     with cgutils.loop_nest(builder, shapes, _INTP) as at:
         pointer = cgutils.get_item_pointer2(context, builder, data, shapes, strides, "A", list(at))
-        _emit_write(context, builder, kind, target_type, pointer, value.at(list(at), target_type.dtype))
+        emit_store(context, builder, kind, target_type, pointer, value.at(list(at), target_type.dtype))
 
 
 # ---------------------------------------------------------------- intrinsic
@@ -137,7 +115,7 @@ def basic_update(entries: tuple, kind: str, inplace: bool):
             _, shapes, _ = basic_indexing(context, builder, x, array, index_types, indices, boundscheck=True)
             value = _Value(context, builder, y, y_value)
             if isinstance(y, types.Array):
-                _emit_value_check(context, builder, value.shapes, shapes)
+                emit_value_check(context, builder, value.shapes, shapes)
             if inplace:
                 _emit_update(context, builder, kind, x, source, index_types, indices, value)
                 return impl_ret_borrowed(context, builder, result_type, source)

@@ -1,12 +1,14 @@
-"""The product of two matrices through BLAS, emitted where it is called: PyTensor's ``Dot``.
+"""The product of two matrices and the solution of a triangular system through BLAS, emitted where they are
+called: PyTensor's ``Dot`` and ``SolveTriangular``.
 
 Stock numba compiles each ``Dot`` node as an ``@njit`` function whose ``_gemm`` chooses BLAS's operands, transpose
 flags and copies in nopython code, typed and lowered in every fresh process: most of the first call of a PyMC
 model whose only large op is a ``pt.dot``. Here that choice is a few compares in the graph's module, and the product
 is made by the BLAS routines stock's calls in the end: scipy's ``cython_blas`` ``?gemm``, or ``?gemv`` when one side
-is a single row or column. Their addresses are given to LLVM under names of ours when this module is imported
-(`BLAS_SYMBOLS`), so a graph function loaded from numba's disk cache in a new process links against the BLAS of that
-process.
+is a single row or column. A triangular system is solved by ``?trsm``, as stock's ``_solve_triangular`` solves
+it, without the function stock compiles for each such node. The routines' addresses are given to LLVM under names
+of ours when this module is imported (`BLAS_SYMBOLS`), so a graph function loaded from numba's disk cache in a new
+process links against the BLAS of that process.
 
 What it keeps true:
 
@@ -14,19 +16,24 @@ What it keeps true:
   along the other) and copied into a C-contiguous temporary otherwise (a reversed, broadcast or doubly strided
   view), which is released before the product returns;
 - the result is a new C-contiguous array, as stock's ``np.empty``; an empty contraction fills it with zeros;
+- a triangular solve is stock's: a copy of the right side solved in place, stock's ``LinAlgError``s, all-NaN for
+  a zero pivot;
 - mismatched sizes raise stock's ``ValueError``; a size beyond BLAS's 32-bit integers raises a ``ValueError``
   instead of being truncated, and an operand whose strides give BLAS a leading dimension beyond them is copied.
 
 Layering: the symbols (`BLAS_SYMBOLS`, checked against scipy's signatures) -> typing (`_check_types`) -> the
-``@intrinsic`` `matmul` -> the emitters ``_emit_*``.
+``@intrinsic`` `matmul` and the factory `triangular_solver` -> the emitters ``_emit_*``.
 
     matmul(a, b)  # a @ b for matrices of one dtype, float32 or float64
+    triangular_solver(lower, unit_diagonal)(a, b)  # x with a @ x == b, a triangular
 """
 
 import ctypes
 import re
+from functools import cache, partial
 
 import llvmlite.binding as llvm
+import numpy as np
 import scipy.linalg.cython_blas
 from llvmlite import ir
 from numba.core import cgutils, errors, types
@@ -37,10 +44,22 @@ from numba.np.arrayobj import _empty_nd_impl
 from llvm_backend_intrinsics.naming import call_names, named
 from llvm_backend_intrinsics.views import emit_array
 
-__all__ = ["BLAS_SYMBOLS", "MISMATCH_ERROR", "SIZE_ERROR", "matmul"]
+__all__ = [
+    "BLAS_SYMBOLS",
+    "CONFORM_ERROR",
+    "MISMATCH_ERROR",
+    "SIZE_ERROR",
+    "SQUARE_ERROR",
+    "matmul",
+    "triangular_solver",
+]
 
 MISMATCH_ERROR = "gemm: operands have mismatched contraction dimensions"
 """Stock's ``ValueError`` when the columns of the left matrix are not the rows of the right one."""
+CONFORM_ERROR = "Dimensions of A and B do not conform"
+"""Stock's ``LinAlgError`` when a triangular system's rows are not the right side's."""
+SQUARE_ERROR = "Last 2 dimensions of A must be square"
+"""Stock's ``LinAlgError`` when a triangular system is not square."""
 SIZE_ERROR = "matmul: a size or stride does not fit BLAS's 32-bit integers"
 """The ``ValueError`` of an operand BLAS cannot be given (stock's truncates the integers)."""
 
@@ -53,6 +72,7 @@ _NO_TRANSPOSE, _TRANSPOSE = ord("N"), ord("T")
 _SIGNATURES = {
     "gemm": "void (char *, char *, int *, int *, int *, {t} *, {t} *, int *, {t} *, int *, {t} *, {t} *, int *)",
     "gemv": "void (char *, int *, int *, {t} *, {t} *, int *, {t} *, int *, {t} *, {t} *, int *)",
+    "trsm": "void (char *, char *, char *, char *, int *, int *, {t} *, {t} *, int *, {t} *, int *)",
 }
 """The C signatures of scipy's ``cython_blas`` routines the emitted code calls, ``{t}`` the element type."""
 _PREFIXES = {types.float64: "d", types.float32: "s"}
@@ -112,14 +132,11 @@ def _check_types(a, b):
 
 
 def _routine(builder, dtype, routine: str) -> ir.Function:
-    """The declaration of BLAS's ``routine`` (``gemm``, ``gemv``) for ``dtype`` in the module being built."""
-    element = ir.PointerType(ir.DoubleType() if dtype == types.float64 else ir.FloatType())
-    integer, char = _INT32.as_pointer(), _CHAR.as_pointer()
-    if routine == "gemm":
-        parameters = [char, char, integer, integer, integer, element, element, integer, element, integer]
-    else:
-        parameters = [char, integer, integer, element, element, integer, element, integer]
-    parameters += [element, element, integer]
+    """The declaration of BLAS's ``routine`` (``gemm``, ``gemv``, ``trsm``) for ``dtype`` in the module being
+    built, its parameters read from the signature in `_SIGNATURES` checked at import."""
+    element = ir.DoubleType() if dtype == types.float64 else ir.FloatType()
+    kinds = {"char": _CHAR, "int": _INT32, "{t}": element}
+    parameters = [kinds[kind.strip()[:-2]].as_pointer() for kind in _SIGNATURES[routine][6:-1].split(",")]
     function_type = ir.FunctionType(ir.VoidType(), parameters)
     return cgutils.get_or_insert_function(builder.module, function_type, BLAS_SYMBOLS[_PREFIXES[dtype] + routine])
 
@@ -142,16 +159,21 @@ def _emit_leading(builder, along, across, stride, item: int):
     return builder.and_(builder.or_(single, fits), small), leading
 
 
+def _emit_copy_into(context, builder, ty, array, shapes, strides, target) -> None:
+    """Copy ``array`` (of type ``ty``) element by element into ``target``, a C-contiguous array of its shape."""
+    target_strides = cgutils.unpack_tuple(builder, target.strides, ty.ndim)
+    with cgutils.loop_nest(builder, shapes, _INTP) as index:
+        source = cgutils.get_item_pointer2(context, builder, array.data, shapes, strides, ty.layout, list(index))
+        place = cgutils.get_item_pointer2(context, builder, target.data, shapes, target_strides, "C", list(index))
+        builder.store(builder.load(source), place)
+
+
 def _emit_copy(context, builder, ty, array, shapes, strides, name: str):
     """A new C-contiguous copy of matrix ``array``."""
     copy_type = types.Array(ty.dtype, 2, "C")
     copy = _empty_nd_impl(context, builder, copy_type, shapes)
     named(copy._getpointer(), f"{name}.struct")
-    copy_strides = cgutils.unpack_tuple(builder, copy.strides, 2)
-    with cgutils.loop_nest(builder, shapes, _INTP) as index:
-        source = cgutils.get_item_pointer2(context, builder, array.data, shapes, strides, ty.layout, list(index))
-        target = cgutils.get_item_pointer2(context, builder, copy.data, shapes, copy_strides, "C", list(index))
-        builder.store(builder.load(source), target)
+    _emit_copy_into(context, builder, ty, array, shapes, strides, copy)
     return copy_type, copy
 
 
@@ -346,3 +368,102 @@ def matmul(typingctx, a, b):
         return impl_ret_new_ref(context, builder, out_type, named(result._getvalue(), out))
 
     return out_type(a, b), codegen
+
+
+# ---------------------------------------------------------------- triangular solves
+
+
+def _check_solve_types(a, b):
+    """The solution's element type; a TypingError unless ``a`` is a float32 or float64 matrix and ``b`` a vector
+    or matrix of its dtype."""
+    if not (isinstance(a, types.Array) and a.ndim == 2 and a.dtype in _PREFIXES):
+        raise errors.TypingError(f"solve_triangular: the system must be a float32 or float64 matrix, got {a}")
+    if not (isinstance(b, types.Array) and b.ndim in (1, 2) and b.dtype == a.dtype):
+        raise errors.TypingError(f"solve_triangular: the right side must be a vector or matrix of {a.dtype}, got {b}")
+    return a.dtype
+
+
+def _emit_zero_on_diagonal(context, builder, ty, array, shapes, strides):
+    """An ``i1``: whether square matrix ``array`` has a zero on its diagonal."""
+    found = cgutils.alloca_once_value(builder, cgutils.false_bit)
+    with cgutils.for_range(builder, shapes[0]) as loop:
+        at = cgutils.get_item_pointer2(context, builder, array.data, shapes, strides, ty.layout, [loop.index] * 2)
+        value = builder.load(at)
+        with builder.if_then(builder.fcmp_ordered("==", value, value.type(0.0))):
+            builder.store(cgutils.true_bit, found)
+    return builder.load(found)
+
+
+def _emit_trsm(context, builder, dtype, a: _Operand, triangle: tuple[bool, bool], sizes, out_data, name) -> None:
+    """``out = a^-1 out`` by ``?trsm``, ``a`` triangular of ``n x n`` (``triangle``: lower, unit diagonal) and
+    ``out`` C-contiguous of ``n x k``: ``out`` row-major is ``X^T`` column-major, solved from the right as
+    ``X^T op(M) = B^T``, ``M`` being ``a`` as BLAS reads it (its transpose when ``a`` is row-major)."""
+    lower, unit_diagonal = triangle
+    n, k = sizes
+    slot = _Slots(context, builder, dtype, name)
+    as_stored, transposed = _CHAR(ord("L" if lower else "U")), _CHAR(ord("U" if lower else "L"))
+    arguments = [
+        slot(_CHAR(ord("R")), _CHAR, f"{name}.side"),
+        slot(builder.select(a.row_major, transposed, as_stored), _CHAR, f"{name}.uplo"),
+        slot(builder.select(a.row_major, _CHAR(_NO_TRANSPOSE), _CHAR(_TRANSPOSE)), _CHAR, f"{name}.transa"),
+        slot(_CHAR(ord("U" if unit_diagonal else "N")), _CHAR, f"{name}.diag"),
+        slot(k, _INT32, f"{name}.m"),
+        slot(n, _INT32, f"{name}.n"),
+        slot.one,
+        a.data,
+        slot(a.leading, _INT32, f"{name}.lda"),
+        out_data,
+        slot(k, _INT32, f"{name}.ldb"),
+    ]
+    builder.call(_routine(builder, dtype, "trsm"), arguments)
+
+
+def _emit_solve(context, builder, signature, args, *, triangle: tuple[bool, bool]):
+    """The body of `triangular_solver`'s intrinsic: stock's checks, then a copy of ``b`` solved in place."""
+    (a, b), out_type = signature.args, signature.return_type
+    names = call_names(2, 1)
+    (a_name, b_name), out = names.arguments, names.outputs[0]
+    a_array, a_shapes, a_strides = emit_array(context, builder, a, args[0], a_name)
+    b_array, b_shapes, b_strides = emit_array(context, builder, b, args[1], b_name)
+    n = a_shapes[0]
+    for mismatched, message in ((b_shapes[0], CONFORM_ERROR), (a_shapes[1], SQUARE_ERROR)):
+        with cgutils.if_unlikely(builder, builder.icmp_signed("!=", n, mismatched)):
+            context.call_conv.return_user_exc(builder, np.linalg.LinAlgError, (message,))
+    k = b_shapes[1] if b.ndim == 2 else _INTP(1)
+    result = _empty_nd_impl(context, builder, out_type, b_shapes)
+    data = named(result.data, f"{out}.data")
+    count = builder.mul(n, k)
+    with builder.if_then(builder.icmp_signed(">", count, count.type(0), name=f"{out}.nonempty")):
+        singular = cgutils.false_bit
+        if not triangle[1]:
+            singular = _emit_zero_on_diagonal(context, builder, a, a_array, a_shapes, a_strides)
+        with builder.if_else(singular) as (zero_pivot, regular):
+            with zero_pivot:
+                nan = context.get_constant(out_type.dtype, float("nan"))
+                with cgutils.for_range(builder, count) as loop:
+                    builder.store(nan, builder.gep(data, [loop.index]))
+            with regular:
+                _emit_fits(context, builder, (n, k))
+                _emit_copy_into(context, builder, b, b_array, b_shapes, b_strides, result)
+                system = _Operand(context, builder, a, a_array, a_shapes, a_strides, a_name)
+                _emit_trsm(context, builder, out_type.dtype, system, triangle, (n, k), data, f"{out}.trsm")
+                system.release(context, builder)
+    return impl_ret_new_ref(context, builder, out_type, named(result._getvalue(), out))
+
+
+@cache
+def triangular_solver(lower: bool, unit_diagonal: bool):
+    """The intrinsic ``solve_triangular(a, b)``: ``x`` with ``a @ x == b`` for ``a`` square and triangular (its
+    ``lower`` or upper triangle read, its diagonal taken as ones if ``unit_diagonal``), ``b`` a vector or matrix
+    of its dtype (float32 or float64), as a new C-contiguous array of ``b``'s shape made by BLAS's ``?trsm``.
+
+    Stock's results and errors: a ``LinAlgError`` for shapes that do not conform or a system that is not square
+    (checked in that order), all-NaN for a zero on a diagonal that is not taken as ones, an empty result for an
+    empty ``b``. ``a`` and ``b`` are never written."""
+
+    @intrinsic
+    def solve_triangular(typingctx, a, b):
+        out_type = types.Array(_check_solve_types(a, b), b.ndim, "C")
+        return out_type(a, b), partial(_emit_solve, triangle=(lower, unit_diagonal))
+
+    return solve_triangular

@@ -11,7 +11,7 @@ __all__ = ["lower_dot"]
 
 
 def one_float_dtype(node) -> bool:
-    """matrices and product of one dtype, float32 or float64"""
+    """inputs and output of one dtype, float32 or float64"""
     dtypes = {variable.type.dtype for variable in (*node.inputs, *node.outputs)}
     return dtypes in ({"float64"}, {"float32"})
 

@@ -42,7 +42,7 @@ from numba.extending import intrinsic
 from numba.np.arrayobj import _empty_nd_impl
 
 from llvm_backend_intrinsics.naming import call_names, named
-from llvm_backend_intrinsics.views import emit_array
+from llvm_backend_intrinsics.views import emit_array, emit_copy_into
 
 __all__ = [
     "BLAS_SYMBOLS",
@@ -159,21 +159,12 @@ def _emit_leading(builder, along, across, stride, item: int):
     return builder.and_(builder.or_(single, fits), small), leading
 
 
-def _emit_copy_into(context, builder, ty, array, shapes, strides, target) -> None:
-    """Copy ``array`` (of type ``ty``) element by element into ``target``, a C-contiguous array of its shape."""
-    target_strides = cgutils.unpack_tuple(builder, target.strides, ty.ndim)
-    with cgutils.loop_nest(builder, shapes, _INTP) as index:
-        source = cgutils.get_item_pointer2(context, builder, array.data, shapes, strides, ty.layout, list(index))
-        place = cgutils.get_item_pointer2(context, builder, target.data, shapes, target_strides, "C", list(index))
-        builder.store(builder.load(source), place)
-
-
 def _emit_copy(context, builder, ty, array, shapes, strides, name: str):
     """A new C-contiguous copy of matrix ``array``."""
     copy_type = types.Array(ty.dtype, 2, "C")
     copy = _empty_nd_impl(context, builder, copy_type, shapes)
     named(copy._getpointer(), f"{name}.struct")
-    _emit_copy_into(context, builder, ty, array, shapes, strides, copy)
+    emit_copy_into(context, builder, array.data, ty.layout, shapes, strides, copy)
     return copy_type, copy
 
 
@@ -444,7 +435,7 @@ def _emit_solve(context, builder, signature, args, *, triangle: tuple[bool, bool
                     builder.store(nan, builder.gep(data, [loop.index]))
             with regular:
                 _emit_fits(context, builder, (n, k))
-                _emit_copy_into(context, builder, b, b_array, b_shapes, b_strides, result)
+                emit_copy_into(context, builder, b_array.data, b.layout, b_shapes, b_strides, result)
                 system = _Operand(context, builder, a, a_array, a_shapes, a_strides, a_name)
                 _emit_trsm(context, builder, out_type.dtype, system, triangle, (n, k), data, f"{out}.trsm")
                 system.release(context, builder)

@@ -41,6 +41,7 @@ __all__ = [
     "dimshuffle_view",
     "emit_array",
     "emit_box",
+    "emit_copy_into",
     "emit_indices",
     "emit_intp",
     "index_types_of",
@@ -152,6 +153,16 @@ def emit_array(context, builder, ty, value, name: str):
     shapes = unpack_named(builder, named(array.shape, f"{name}.shape"), ty.ndim, f"{name}.shape")
     strides = unpack_named(builder, named(array.strides, f"{name}.strides"), ty.ndim, f"{name}.stride")
     return array, shapes, strides
+
+
+def emit_copy_into(context, builder, data, layout: str, shapes, strides, target) -> None:
+    """Copy the elements at ``data`` of sizes ``shapes`` and byte ``strides`` (numba's ``layout``) into ``target``,
+    a C-contiguous array (numba's array structure) of those sizes."""
+    target_strides = cgutils.unpack_tuple(builder, target.strides, len(shapes))
+    with cgutils.loop_nest(builder, shapes, cgutils.intp_t) as index:
+        source = cgutils.get_item_pointer2(context, builder, data, shapes, strides, layout, list(index))
+        place = cgutils.get_item_pointer2(context, builder, target.data, shapes, target_strides, "C", list(index))
+        builder.store(builder.load(source), place)
 
 
 def _emit_view(context, builder, source_type, source, view_type, data, shapes, strides, name: str):

@@ -142,6 +142,7 @@ EVERY_NEW_NODE = textwrap.dedent(
         pt.join(0, checked[sizes, sizes], checked[0]),
         pt.psi(checked + 1.0).sum(axis=0),
         pt.linalg.solve_triangular(pt.eye(3) + pt.tril(checked[:, :3]), checked[:, 3], lower=True),
+        pt.diagonal(checked, offset=1),
     ]
     fn = pytensor.function([m, n, sizes], outputs, mode="LLVM")
     values = fn(np.arange(12.0).reshape(3, 4), 3, np.array([2, 2]))
@@ -153,9 +154,10 @@ EVERY_NEW_NODE = textwrap.dedent(
 
 @pytest.mark.slow
 def test_a_graph_of_every_intrinsic_node_loads_from_the_disk_cache(tmp_path):
-    """Each of these nodes' keys (shapes, splits, fills, products, reshapes, indexed reads, joins and axis
-    reductions) is the same in every process (a key of a pickled scalar op's props was not), and the product's
-    and the triangular solve's BLAS symbols and ``psi``'s ``cython_special`` routine resolve in the process that loads the graph function."""
+    """Each of these nodes' keys (shapes, splits, fills, products, reshapes, indexed reads, joins, axis reductions,
+    solves and diagonals) is the same in every process (a key of a pickled scalar op's props was not), and the
+    product's and the triangular solve's BLAS symbols and ``psi``'s ``cython_special`` routine resolve in the
+    process that loads the graph function."""
     env = os.environ | {"PYTENSOR_FLAGS": f"base_compiledir={tmp_path}"}
     runs = []
     for _ in range(2):
@@ -171,6 +173,7 @@ def test_a_graph_of_every_intrinsic_node_loads_from_the_disk_cache(tmp_path):
         np.concatenate([matrix[[2, 2], [2, 2]], matrix[0]]),
         scipy.special.psi(matrix + 1.0).sum(axis=0),
         scipy.linalg.solve_triangular(np.eye(3) + np.tril(matrix[:, :3]), matrix[:, 3], lower=True),
+        np.diagonal(matrix, offset=1),
     ]
     for run in runs:
         for got, want in zip(run["values"], expected, strict=True):

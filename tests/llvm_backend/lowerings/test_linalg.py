@@ -1,12 +1,13 @@
-"""``SolveTriangular`` under the LLVM mode (`llvm_backend.lowerings.linalg`): the py linker's and stock NUMBA's
-values, stock's ``LinAlgError``s and zero-pivot NaNs, an intrinsic of the graph function for float systems and
-stock's function for the others."""
+"""``SolveTriangular`` and ``ExtractDiag`` under the LLVM mode (`llvm_backend.lowerings.linalg`): the py linker's
+and stock NUMBA's values, stock's ``LinAlgError``s and zero-pivot NaNs, an intrinsic of the graph function for
+float systems and every diagonal, and stock's function for other systems."""
 
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
 import pytest
 from numba.core.extending import _Intrinsic
+from pytensor.tensor.basic import ExtractDiag
 from pytensor.tensor.linalg import cholesky, solve_triangular
 from pytensor.tensor.linalg.solvers.triangular import SolveTriangular
 
@@ -81,4 +82,38 @@ def test_a_solve_is_an_intrinsic_of_the_graph_function():
     fn = pytensor.function([A, B], solve_triangular(A, B, lower=True), mode="LLVM")
     source = graph_source(fn.maker.fgraph)
     calls = [call for call in source.plan.calls if isinstance(getattr(call.label, "op", None), SolveTriangular)]
+    assert len(calls) == 1 and isinstance(calls[0].function, _Intrinsic)
+
+
+T = pt.tensor3("T")
+L = pt.lmatrix("L")
+t_value = rng.normal(size=(2, 3, 4))
+
+DIAGONALS = {
+    "a matrix's": ([A], pt.diagonal(A), [a_value]),
+    "above the main diagonal": ([A], pt.diagonal(A, offset=2), [a_value]),
+    "below it, of a reversed matrix": ([A], pt.diagonal(A[::-1], offset=-1), [a_value]),
+    "past the matrix": ([A], pt.diagonal(A, offset=5), [a_value]),
+    "of a tensor's last two axes": ([T], pt.diagonal(T, axis1=1, axis2=2), [t_value]),
+    "of axes in reverse order": ([T], pt.diagonal(T, offset=1, axis1=2, axis2=0), [t_value]),
+    "a copy, written after": ([A], pt.set_subtensor(ExtractDiag(view=False)(A)[0], 7.0), [a_value]),
+    "a gradient": ([A], pt.grad(pt.log(pt.diagonal(A)).sum(), A), [a_value]),
+    "of integers": ([L], pt.diagonal(L), [np.arange(12).reshape(3, 4)]),
+}
+
+
+@pytest.mark.parametrize("name", list(DIAGONALS))
+def test_diagonals_match_py_and_stock_and_are_ours(name):
+    inputs, output, values = DIAGONALS[name]
+    fn, _ = compare_llvm_numba_and_py(inputs, output, values)
+    plan = plan_graph(fn.maker.fgraph)
+    diagonals = [node for node in fn.maker.fgraph.apply_nodes if isinstance(node.op, ExtractDiag)]
+    assert diagonals, "the rewritten graph kept no ExtractDiag"
+    assert all(plan[node].lowering is LOWERINGS[ExtractDiag] for node in diagonals)
+
+
+def test_a_diagonal_is_an_intrinsic_of_the_graph_function():
+    fn = pytensor.function([T], pt.diagonal(T, axis1=0, axis2=2), mode="LLVM")
+    source = graph_source(fn.maker.fgraph)
+    calls = [call for call in source.plan.calls if isinstance(getattr(call.label, "op", None), ExtractDiag)]
     assert len(calls) == 1 and isinstance(calls[0].function, _Intrinsic)

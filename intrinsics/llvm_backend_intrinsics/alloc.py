@@ -1,5 +1,5 @@
 """A new array of a given shape filled with a value broadcast into it: PyTensor's ``Alloc``, emitted where it is
-called.
+called; an empty array (``AllocEmpty``) and a range (``ARange``) likewise.
 
 Stock numba compiles each ``Alloc`` node as an ``@njit`` function of its own, whose fill by a scalar is numba's
 ``res[...] = value``, its array-assignment machinery typed and lowered in every fresh process. Here it is a loop
@@ -13,11 +13,13 @@ Layering: typing (`_check_types`) -> the ``@intrinsic`` glue (`alloc_fill`) -> t
 
     alloc_fill((False, True))(value, n, m, k)  # value of shape (m, 1): np.broadcast_to(value, (n, m, k)).copy()
     alloc_empty(np.dtype("float64"))(n, m)  # np.empty((n, m)), PyTensor's AllocEmpty
+    alloc_range(np.dtype("int64"))(start, stop, step)  # np.arange(start, stop, step, "int64"), PyTensor's ARange
 """
 
 from functools import cache
 
 import numpy as np
+from llvmlite import ir
 from numba.core import cgutils, errors, types
 from numba.core.imputils import impl_ret_new_ref
 from numba.extending import intrinsic
@@ -31,8 +33,10 @@ __all__ = [
     "MISMATCH_ERROR",
     "NEGATIVE_SIZE_ERROR",
     "RUNTIME_BROADCAST_ERROR",
+    "STEP_ERROR",
     "alloc_empty",
     "alloc_fill",
+    "alloc_range",
 ]
 
 _INTP = cgutils.intp_t
@@ -48,6 +52,8 @@ RUNTIME_BROADCAST_ERROR = (
 )
 """Stock's ``ValueError`` (PyTensor's ``Alloc._runtime_broadcast_error_msg``) when an axis of the value not
 statically of length 1 has length 1 and the output's is another."""
+STEP_ERROR = "Maximum allowed size exceeded"
+"""Stock's ``ValueError`` (numba's ``np.arange``) for a step of zero."""
 
 
 # ---------------------------------------------------------------- typing
@@ -173,3 +179,47 @@ def alloc_empty(dtype: np.dtype):
         return out_type(types.StarArgTuple(sizes)), codegen
 
     return empty
+
+
+def _emit_range_length(builder, start, stop, step):
+    """``max(ceil((stop - start) / step), 0)``, the quotient in doubles as numba's ``np.arange`` computes it."""
+    double = ir.DoubleType()
+    quotient = builder.fdiv(builder.sitofp(builder.sub(stop, start), double), builder.sitofp(step, double))
+    ceil = builder.module.declare_intrinsic("llvm.ceil", [double])
+    length = builder.fptosi(builder.call(ceil, [quotient]), _INTP)
+    return builder.select(builder.icmp_signed("<", length, _INTP(0)), _INTP(0), length)
+
+
+@cache
+def alloc_range(dtype: np.dtype):
+    """The intrinsic ``arange(start, stop, step)``: ``np.arange(start, stop, step, dtype)`` of signed integers (or
+    0-d arrays of them) as numba's computes it: ``ceil((stop - start) / step)`` elements (none if that is negative),
+    ``start + i * step`` in ``intp`` cast to ``dtype``; a zero step is numba's ``ValueError`` (`STEP_ERROR`)."""
+    element = numpy_support.from_dtype(np.dtype(dtype))
+
+    @intrinsic
+    def arange(typingctx, start, stop, step):
+        for what, bound in zip(("start", "stop", "step"), (start, stop, step), strict=True):
+            if not integer_type(bound, f"alloc_range: {what}").signed:
+                raise errors.TypingError(f"alloc_range: {what} must be a signed integer, got {bound}")
+        out_type = types.Array(element, 1, "C")
+
+        def codegen(context, builder, signature, args):
+            names = call_names(3, 1)
+            bounds = [
+                named(emit_intp(context, builder, ty, value), f"{name}.intp")
+                for ty, value, name in zip(signature.args, args, names.arguments, strict=True)
+            ]
+            first, _, step_ = bounds
+            with cgutils.if_unlikely(builder, builder.icmp_signed("==", step_, _INTP(0))):
+                context.call_conv.return_user_exc(builder, ValueError, (STEP_ERROR,))
+            length = named(_emit_range_length(builder, *bounds), f"{names.outputs[0]}.length")
+            result = _empty_nd_impl(context, builder, out_type, [length])
+            with cgutils.for_range(builder, length) as loop:
+                value = builder.add(first, builder.mul(loop.index, step_))
+                builder.store(context.cast(builder, value, types.intp, element), builder.gep(result.data, [loop.index]))
+            return impl_ret_new_ref(context, builder, out_type, named(result._getvalue(), names.outputs[0]))
+
+        return out_type(start, stop, step), codegen
+
+    return arange

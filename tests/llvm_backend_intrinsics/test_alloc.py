@@ -15,8 +15,10 @@ from llvm_backend_intrinsics.alloc import (
     MISMATCH_ERROR,
     NEGATIVE_SIZE_ERROR,
     RUNTIME_BROADCAST_ERROR,
+    STEP_ERROR,
     alloc_empty,
     alloc_fill,
+    alloc_range,
 )
 
 
@@ -124,3 +126,29 @@ def test_a_negative_size_is_a_value_error_in_a_function_called_from_another():
     outer = numba.njit(cache=False)(lambda n: inner(n))
     with pytest.raises(ValueError, match=NEGATIVE_SIZE_ERROR):
         outer(-1)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.integers(-20, 20),
+    st.integers(-20, 20),
+    st.integers(-7, 7).filter(bool),
+    st.sampled_from(["int64", "int32", "int8", "float64", "float32"]),
+)
+def test_a_range_is_numpys(start, stop, step, dtype):
+    got = _arange(np.dtype(dtype))(start, np.array(stop, dtype=np.int32), np.int16(step))
+    want = np.arange(start, stop, step, dtype=dtype)
+    assert got.dtype == want.dtype and got.flags.c_contiguous
+    np.testing.assert_array_equal(got, want)
+
+
+def test_a_zero_step_is_numbas_value_error_and_unsigned_bounds_a_typing_error():
+    with pytest.raises(ValueError, match=STEP_ERROR):
+        _arange(np.dtype("int64"))(0, 3, 0)
+    with pytest.raises(errors.TypingError, match="alloc_range: stop must be a signed integer"):
+        _arange(np.dtype("int64"))(0, np.uint64(3), 1)
+
+
+@functools.cache
+def _arange(dtype):
+    return numba.njit(lambda start, stop, step, arange=alloc_range(dtype): arange(start, stop, step))

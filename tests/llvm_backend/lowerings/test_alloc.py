@@ -1,12 +1,13 @@
-"""``Alloc`` under the LLVM mode (`llvm_backend.lowerings.alloc`): the py linker's and stock NUMBA's values, stock's
-ValueErrors, and an intrinsic of the graph function where stock compiles a function per node."""
+"""``Alloc``, ``AllocEmpty`` and ``ARange`` under the LLVM mode (`llvm_backend.lowerings.alloc`): the py linker's and
+stock NUMBA's values, stock's ValueErrors, and an intrinsic of the graph function where stock compiles a function
+per node."""
 
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
 import pytest
 from numba.core.extending import _Intrinsic
-from pytensor.tensor.basic import Alloc, AllocEmpty
+from pytensor.tensor.basic import Alloc, AllocEmpty, ARange
 
 import llvm_backend  # noqa: F401
 from llvm_backend.codegen import graph_source
@@ -72,5 +73,43 @@ def test_an_alloc_empty_is_an_intrinsic_with_stocks_shape_dtype_and_error():
     assert made["LLVM"] == made["NUMBA"] == ((2, 3), np.float32, made["NUMBA"][2])
     [node] = [node for node in fn.maker.fgraph.apply_nodes if isinstance(node.op, AllocEmpty)]
     assert plan_graph(fn.maker.fgraph)[node].lowering is LOWERINGS[AllocEmpty]
+    [call] = [call for call in graph_source(fn.maker.fgraph).plan.calls if call.label is node]
+    assert isinstance(call.function, _Intrinsic)
+
+
+RANGES = {
+    "arange(n)": ([n], pt.arange(n), [5]),
+    "start, stop and step": ([n, k], pt.arange(k, n, 3), [11, np.int32(2)]),
+    "a negative step": ([n, k], pt.arange(n, k, -2), [7, np.int32(-4)]),
+    "an empty range": ([n, k], pt.arange(n, k), [7, np.int32(2)]),
+    "float64 values": ([n], pt.arange(n, dtype="float64") / 2, [5]),
+    "a categorical's rows": ([n, v], v[pt.arange(n)] * 2, [3, np.arange(4.0)]),
+}
+
+
+@pytest.mark.parametrize("name", list(RANGES))
+def test_ranges_match_py_and_stock_and_are_ours(name):
+    inputs, output, values = RANGES[name]
+    fn, _ = compare_llvm_numba_and_py(inputs, output, values)
+    ranges = [node for node in fn.maker.fgraph.apply_nodes if isinstance(node.op, ARange)]
+    assert ranges, "the rewritten graph kept no ARange"
+    assert all(plan_graph(fn.maker.fgraph)[node].lowering is LOWERINGS[ARange] for node in ranges)
+
+
+def test_a_range_of_float_bounds_is_stocks_function():
+    fn, _ = compare_llvm_numba_and_py([s], pt.arange(0.0, s, 0.5), [2.0])
+    [node] = [node for node in fn.maker.fgraph.apply_nodes if isinstance(node.op, ARange)]
+    assert plan_graph(fn.maker.fgraph)[node].lowering is None
+
+
+def test_a_zero_step_is_stocks_value_error_from_an_intrinsic():
+    messages = {}
+    for mode in ("NUMBA", "LLVM"):
+        fn = pytensor.function([n, k], pt.arange(0, n, k), mode=mode)
+        with pytest.raises(ValueError) as raised:
+            fn(3, np.int32(0))
+        messages[mode] = str(raised.value)
+    assert messages["LLVM"] == messages["NUMBA"]
+    [node] = [node for node in fn.maker.fgraph.apply_nodes if isinstance(node.op, ARange)]
     [call] = [call for call in graph_source(fn.maker.fgraph).plan.calls if call.label is node]
     assert isinstance(call.function, _Intrinsic)

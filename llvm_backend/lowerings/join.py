@@ -1,4 +1,4 @@
-"""Join, ScalarizedJoin and wide MakeVector -> ``llvm_backend_intrinsics.join.linear_join``: one allocation, one copy
+"""Join, ScalarizedJoin and MakeVector -> ``llvm_backend_intrinsics.join.linear_join``: one allocation, one copy
 loop
 nest per input dtype, linear IR in the input count. ``linear_join`` takes the scalar entries of PyTensor's
 ``ScalarizedJoin`` and the 0-d entries of a ``MakeVector`` (a 1-d join of length-1 entries) directly.
@@ -23,7 +23,6 @@ from pytensor.tensor.basic import Join, MakeVector
 from pytensor.tensor.rewriting.scalarize import ScalarizedJoin
 
 from llvm_backend.dispatch import (
-    MAX_ITEMS,
     LoweringContext,
     LoweringPlan,
     lowering_cache_key,
@@ -38,12 +37,12 @@ from llvm_backend_intrinsics.loops import LoopSpec
 __all__ = [
     "NUMBA_MAX_TUPLE",
     "entries_fit_a_call",
+    "entries_to_join",
     "fill_joins",
     "filled_joins",
     "lower_join",
     "lower_make_vector",
     "lower_scalarized_join",
-    "wider_than_a_call",
 ]
 
 NUMBA_MAX_TUPLE = 1000
@@ -151,14 +150,15 @@ def filled_joins(fgraph, order=None) -> dict:
     return {node: dict(entry.hints) for node, entry in plan_graph(fgraph, order).entries.items() if entry.hints}
 
 
-def wider_than_a_call(node) -> bool:
-    """more than 30 (MAX_ITEMS) inputs, and at most 1,000 or all of one dtype"""
-    return len(node.inputs) > MAX_ITEMS and entries_fit_a_call(node)
+def entries_to_join(node) -> bool:
+    """at least one entry; at most 1,000, or tensors of one dtype and ndim (one pack)"""
+    return len(node.inputs) > 0 and entries_fit_a_call(node)
 
 
-@register_lowering(MakeVector, linear_join, when=wider_than_a_call, pack_start=0)
+@register_lowering(MakeVector, linear_join, when=entries_to_join, pack_start=0)
 def lower_make_vector(context: LoweringContext):
-    """A wide ``MakeVector(x0, ..., xn)`` as ``linear_join(0, (x0, ..., xn), dtype)``, which also takes the
-    entries as one pack. Up to ``MAX_ITEMS`` entries, stock's function (it has no wide-tuple problem there)."""
+    """``MakeVector(x0, ..., xn)`` as ``linear_join(0, (x0, ..., xn), dtype)``, each 0-d entry cast to the
+    output's dtype, emitted in the graph function (stock compiles a function per node); over ``MAX_ITEMS``
+    entries, the entries come as one pack."""
     out_dtype = np.dtype(context.node.outputs[0].dtype)
     return joiner(0, out_dtype), lowering_cache_key(context.op, out_dtype=str(out_dtype))

@@ -141,6 +141,7 @@ def test_make_vector_of_many_scalars(n, dtype):
     # Wide, the graph's inputs come as one pack, which the MakeVector of all of them takes as its argument.
     make_vectors = [call for call in fn.vm.graph_source.plan.calls if isinstance(call.label.op, MakeVector)]
     assert [call.pack_from for call in make_vectors] == ([0] if n > MAX_ITEMS else [None] * len(make_vectors))
+    assert all(isinstance(call.function, _Intrinsic) for call in make_vectors)
 
 
 @pytest.mark.slow
@@ -356,3 +357,18 @@ def test_a_join_is_an_intrinsic_of_the_graph_function():
     calls = [call for call in source.plan.calls if isinstance(getattr(call.label, "op", None), Join)]
     assert len(calls) == 2
     assert all(isinstance(call.function, _Intrinsic) for call in calls)
+
+
+def test_a_narrow_make_vector_is_an_intrinsic_of_the_graph_function():
+    """As stochastic volatility's data model makes one: a constant and the squeeze of a vector of length 1, the
+    entries of a shape (scalarization leaves a MakeVector whose entries need no cast)."""
+    k, f = pt.tensor("k", shape=(1,), dtype="int64"), pt.tensor("f", shape=(1,), dtype="float32")
+    out = [
+        MakeVector("int64")(pt.constant(1, dtype="int64"), k.dimshuffle(())),
+        MakeVector("float32")(f.dimshuffle(()), pt.constant(2.5, "float32"), f.dimshuffle(())),
+    ]
+    fn, result = compare_llvm_numba_and_py([k, f], out, [np.array([3]), np.array([-3.0], dtype="float32")])
+    np.testing.assert_array_equal(result[0], [1, 3])
+    np.testing.assert_array_equal(result[1], np.array([-3.0, 2.5, -3.0], dtype="float32"))
+    calls = [call for call in fn.vm.graph_source.plan.calls if isinstance(call.label.op, MakeVector)]
+    assert len(calls) == 2 and all(isinstance(call.function, _Intrinsic) for call in calls)

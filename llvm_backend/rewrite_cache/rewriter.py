@@ -22,6 +22,7 @@ from llvm_backend.rewrite_cache.keys import Uncacheable, graph_key
 from llvm_backend.rewrite_cache.store import RewriteCache
 from llvm_backend.rewrites.registry import REWRITE_TAG
 from llvm_backend.rewrites.supervisor import use_indexed_supervisor
+from llvm_backend.rewrites.validate_once import validated_once
 
 __all__ = [
     "CACHE_TAG",
@@ -83,9 +84,13 @@ def _query_of(tags) -> RewriteDatabaseQuery:
 def cached_query(*tags, **kwargs) -> GraphRewriter:
     """``optdb.query`` while ``llvm_backend.adapters.pytensor``'s ``rewrite_cache_query`` is applied: what PyTensor's
     `SequenceDB.query` of ``optdb`` returns, in a `CachedRewriter` when the query `is_ours` and the cache is
-    `enabled`; for every other query, PyTensor's own result, unchanged."""
+    `enabled`; a query of the LLVM mode (including `REWRITE_TAG`) runs its passes after the in-place rewrites
+    validated once (`validated_once`), cache or not. For every other query, PyTensor's own result, unchanged."""
     sequence = SequenceDB.query(optdb, *tags, **kwargs)
-    if is_ours(_query_of(tags)) and enabled():
+    query = _query_of(tags)
+    if REWRITE_TAG in query.include and REWRITE_TAG not in query.exclude:
+        sequence = validated_once(sequence)
+    if is_ours(query) and enabled():
         return CachedRewriter(sequence, store.DEFAULT)
     return sequence
 

@@ -10,8 +10,8 @@ runs hundreds of validations), under the C backend as under ours.
 is a key of the DestroyHandler's ``droot`` (each destroyed root and every view of it), so it looks those
 keys up among the protected inputs and the outputs with set operations: no work when nothing is destroyed,
 else C loops over the destroyed variables and the outputs, instead of a Python call per protected variable.
-When one is protected, or with ``cycle_detection=fast`` or another kind of destroy handler, the
-stock check runs (and raises its own error).
+When one is protected, or with ``cycle_detection=fast`` or another kind of destroy handler than the stock one and
+`DeferredCycleChecks` (which keeps its account), the stock check runs (and raises its own error).
 
 It also keeps PyTensor's in-place rewrites off the 0-d tensors nodes compute (``zero_d``, which it lists among
 its ``protected`` variables, where those rewrites look for what they must not write into): in the LLVM mode
@@ -31,6 +31,7 @@ from pytensor.graph.rewriting.basic import GraphRewriter
 from pytensor.tensor.type import TensorType
 
 from llvm_backend.rewrites.registry import OPTDB, register_llvm_rewrite
+from llvm_backend.rewrites.validate_once import DeferredCycleChecks
 
 __all__ = ["SUPERVISOR_NAME", "IndexedSupervisor", "UseIndexedSupervisor", "use_indexed_supervisor"]
 
@@ -76,7 +77,7 @@ class IndexedSupervisor(Supervisor):
 
     def on_validate(self, fgraph):
         handler = getattr(fgraph, "destroy_handler", None)
-        if config.cycle_detection != "fast" and type(handler) is DestroyHandler:
+        if config.cycle_detection != "fast" and type(handler) in (DestroyHandler, DeferredCycleChecks):
             droot, _, _ = handler.refresh_droot_impact()
             if not droot or (self._protected.isdisjoint(droot) and droot.keys().isdisjoint(fgraph.outputs)):
                 return True

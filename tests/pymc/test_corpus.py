@@ -120,3 +120,19 @@ def test_the_compile_family_measures_each_mode_cold_and_warm_in_fresh_processes(
     assert (
         payload["summary"]["models"]["linear_data"]["cold_vs_numba"] == rows["LLVM"]["cold_s"] / rows["NUMBA"]["cold_s"]
     )
+
+
+def test_the_rewriting_family_times_each_pass_of_each_mode_in_a_fresh_process(tmp_path):
+    from llvm_backend_bench.rewriting import main as rewriting_main
+
+    out = tmp_path / "rewriting.json"
+    assert rewriting_main(["--model", "eight_schools_centered", "--width", "2", "--json", str(out)]) == 0
+    payload = json.loads(out.read_text())
+    rows = {(row["graph"], row["mode"]): row for row in payload["rewriting"]}
+    assert set(rows) == {(g, m) for g in ("eight_schools_centered", "wide_scales_2") for m in ("LLVM", "NUMBA")}
+    for (_, mode), row in rows.items():
+        assert row["nodes"] > 100 and row["other_s"] > 0
+        assert {"canonicalize", "elemwise_fusion", "fuse_indexed_into_elemwise", "merge3"} <= set(row["passes"])
+        assert ("llvm_backend_rewrites" in row["passes"]) == (mode == "LLVM")
+        assert row["rewriting_s"] == pytest.approx(sum(row["passes"].values()))
+    assert payload["growth"] == []  # one width: nothing to grow from

@@ -28,6 +28,7 @@ from functools import partial
 from unittest import mock
 
 import numpy as np
+from pytensor.graph.rewriting.basic import GraphRewriter
 
 from llvm_backend.tools.coldcompile import cold_call
 
@@ -95,7 +96,7 @@ def _graph(name: str):
     return corpus_graph(CorpusModel(name, "wide scales", form, partial(wide_scales, width)))
 
 
-class _TimedPass:
+class _TimedPass(GraphRewriter):
     """A pass of a query's sequence run as a phase of ``timer`` named after it."""
 
     def __init__(self, rewriter, timer):

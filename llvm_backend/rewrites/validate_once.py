@@ -12,15 +12,16 @@ validated by a cycle check of thousands of nodes: rewriting grew with the square
 account of what is destroyed, no cycle check), then attaches the stock handler again and validates the graph once:
 the graph it leaves is consistent exactly as after the stock pass. Every other feature still validates each
 replacement (the `Supervisor` among them, which keeps in-place work off protected inputs). Unchecked, a pass may
-make a replacement stock's check refuses, a data cycle among them:
-when the graph the pass leaves has one (`has_data_cycle`, before anything sorts it), does not validate, or the
-pass raises, every change it made is undone, in reverse order, and the pass runs again as stock runs it, a
-validation per replacement. A graph without a destroy handler, or with one of another kind or in
-``cycle_detection=fast``, runs the pass as stock does.
+make a replacement stock's check refuses, a data cycle among them: when the graph the pass leaves has one
+(`has_data_cycle`, before anything sorts it), does not validate, or the pass raises, every change it made is
+undone, in reverse order, and the pass runs again as stock runs it, a validation per replacement. A graph without
+a destroy handler, or with one of another kind or in ``cycle_detection=fast``, runs the pass as stock does.
 
 `validated_once` wraps the passes of `VALIDATED_ONCE` in the sequence a query of the LLVM mode resolves to (the
 rewrite cache's ``optdb.query`` calls it); a pass excluded from the query is not there to wrap.
 """
+
+import sys
 
 from pytensor.graph.destroyhandler import DestroyHandler
 from pytensor.graph.features import Feature
@@ -127,7 +128,7 @@ class ValidateOnce(GraphRewriter):
                 changes.undo(fgraph)
         return self.rewriter.apply(fgraph)
 
-    def print_summary(self, stream=None, level=0, depth=-1):
+    def print_summary(self, stream=sys.stdout, level=0, depth=-1):
         self.rewriter.print_summary(stream, level, depth)
 
     def print_profile(self, stream, prof, level=0):

@@ -34,17 +34,9 @@ def no_rewrite_cache(monkeypatch):
 
 
 @pytest.fixture
-def stock_checks(monkeypatch):
+def stock_checks(graph_calls):
     """How many validations the indexed supervisor left to the stock check."""
-    calls = []
-    stock = IndexedSupervisor.stock_check
-
-    def counted(self, fgraph):
-        calls.append(fgraph)
-        return stock(self, fgraph)
-
-    monkeypatch.setattr(IndexedSupervisor, "stock_check", counted)
-    return calls
+    return graph_calls(IndexedSupervisor, "stock_check")
 
 
 def _add(destroy: int | None):

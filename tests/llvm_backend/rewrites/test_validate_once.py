@@ -23,18 +23,10 @@ N_SCALARS = 12
 
 
 @pytest.fixture
-def cycle_checks(monkeypatch):
+def cycle_checks(graph_calls):
     """How many times a `DestroyHandler` validated a graph (a cycle check each, once it holds an in-place
     node), counted at the class: a deferred check does not reach it."""
-    calls = []
-    stock = DestroyHandler.on_validate
-
-    def counted(self, fgraph):
-        calls.append(fgraph)
-        return stock(self, fgraph)
-
-    monkeypatch.setattr(DestroyHandler, "on_validate", counted)
-    return calls
+    return graph_calls(DestroyHandler, "on_validate")
 
 
 class OneAtATime(GraphRewriter):

@@ -39,6 +39,8 @@ __all__ = [
 COMPILE_PLOT = "compile_vs_n.png"
 PER_CALL_PLOT = "per_call.png"
 PHASE_PLOT = "time_to_posterior.png"
+PHASE_PANELS_PER_ROW = 6
+"""The time-to-posterior plot's panels side by side: the corpus's 25 models in one row made a figure 80 inches wide."""
 BASELINE = "NUMBA"
 MODE_COLOURS = {
     "NUMBA": "tab:blue",
@@ -174,16 +176,20 @@ def _phase_panel(axes, rows: list[Posterior]) -> None:
 
 
 def phase_figure(rows: list[Posterior]) -> Figure | None:
-    """The ``pymc/time_to_posterior`` family: a panel per model (columns) and process (rows: cold, warm), one
-    stacked bar of seconds per phase for each nutpie backend (`_phase_panel`); None without rows."""
+    """The ``pymc/time_to_posterior`` family: a panel per model and process, one stacked bar of seconds per phase for
+    each nutpie backend (`_phase_panel`), the models in rows of at most `PHASE_PANELS_PER_ROW` panels, every cold
+    process's row above the warm ones; None without rows."""
     if not rows:
         return None
     cases = list(dict.fromkeys(r.case for r in rows))
     processes = list(dict.fromkeys(r.process for r in rows))
-    figure = _figure(3.0 * len(cases) + 1.6, 3.2 * len(processes))
+    columns = min(len(cases), PHASE_PANELS_PER_ROW)
+    per_process = -(-len(cases) // columns)
+    figure = _figure(3.0 * columns + 1.6, 3.2 * len(processes) * per_process)
     for i, process in enumerate(processes):
-        for j, case in enumerate(cases, start=1):
-            axes = figure.add_subplot(len(processes), len(cases), i * len(cases) + j)
+        for j, case in enumerate(cases):
+            at = (i * per_process + j // columns) * columns + j % columns + 1
+            axes = figure.add_subplot(len(processes) * per_process, columns, at)
             _phase_panel(axes, [r for r in rows if (r.case, r.process) == (case, process)])
             axes.set_title(f"{case.rsplit('/', 1)[-1]}, {process}", fontsize=9)
     handles, labels = figure.axes[0].get_legend_handles_labels()

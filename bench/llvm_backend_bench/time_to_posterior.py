@@ -1,11 +1,12 @@
 """The ``pymc/time_to_posterior`` bench family: where the time from a built PyMC model to a drawn posterior goes,
 through nutpie (needs the ``pymc`` extra; nutpie's JAX backend needs the ``bench`` extra's jax).
 
-Per model of `llvm_backend_bench.pymc_models` and nutpie backend (`NUTPIE_BACKENDS`: nutpie on stock NUMBA, on
-the LLVM mode through `llvm_backend.nutpie.compile_pymc_model`, and nutpie's own JAX backend), `nutpie_job`
-compiles the model and samples one chain of 200 tuning and 200 kept draws in a fresh process with empty caches
-(cold), then again in a second fresh process on the caches the first filled (warm). A `PhaseTimer` splits that
-span into the exclusive seconds of each of `PHASES`:
+Per model of `llvm_backend_bench.pymc_models` (case ``pymc/time_to_posterior/MODEL``) and of the PyMC corpus
+(`llvm_backend_bench.corpus`, case ``pymc_corpus/time_to_posterior/MODEL``), and per nutpie backend
+(`NUTPIE_BACKENDS`: nutpie on stock NUMBA, on the LLVM mode through `llvm_backend.nutpie.compile_pymc_model`, and
+nutpie's own JAX backend), `nutpie_job` compiles the model and samples one chain of 200 tuning and 200 kept draws in
+a fresh process with empty caches (cold), then again in a second fresh process on the caches the first filled
+(warm). A `PhaseTimer` splits that span into the exclusive seconds of each of `PHASES`:
 
 - ``graph``: PyMC graph building: nutpie's ``_make_functions`` (under LLVM ``llvm_backend.nutpie.model_functions``'s
   ``model_functions`` and ``initial_point_function``: ``model.logp()``, the gradient, the joined
@@ -46,6 +47,7 @@ from llvm_backend_bench.pymc_models import MODELS
 
 __all__ = [
     "BASELINES",
+    "CORPUS_FAMILY",
     "FAMILY",
     "JAX_SKIPPED",
     "NUTPIE_BACKENDS",
@@ -56,12 +58,15 @@ __all__ = [
     "format_nutpie_table",
     "format_phase_table",
     "measure_posterior",
+    "model_builders",
     "nutpie_job",
     "nutpie_rows",
     "select_posterior",
 ]
 
 FAMILY = "pymc/time_to_posterior"
+CORPUS_FAMILY = "pymc_corpus/time_to_posterior"
+"""The cases of the corpus's models: the same measurement, apart so that ``--filter '^pymc/'`` keeps its three."""
 NUTPIE_BACKENDS = ("NUMBA", "LLVM", "JAX")
 """nutpie under stock NUMBA, under the LLVM mode (`llvm_backend.nutpie`), and its own JAX backend."""
 BASELINES = ("NUMBA", "JAX")
@@ -155,14 +160,25 @@ def _jax_cache_in_compiledir() -> None:
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
 
 
+def model_builders() -> dict[str, Callable]:
+    """Per model name, what builds a fresh ``pm.Model``: `llvm_backend_bench.pymc_models`' models, then the corpus's
+    (`llvm_backend_bench.corpus.CorpusModel.build`). ValueError if a name is in both (a case would be ambiguous)."""
+    from llvm_backend_bench.corpus import MODELS as CORPUS
+
+    both = sorted(set(MODELS) & set(CORPUS))
+    if both:
+        raise ValueError(f"models named in both pymc_models and the corpus: {both}")
+    return {**MODELS, **{name: model.build for name, model in CORPUS.items()}}
+
+
 def nutpie_job(name: str, backend: str) -> Callable[[], Callable[[], dict]]:
-    """For `llvm_backend.tools.coldcompile.cold_call`: nutpie on model ``name`` under ``backend`` (one of
-    `NUTPIE_BACKENDS`), compile then sample one chain, split into `PHASES` (``phases``), with the wall seconds of
-    each call (``compile_s``, ``sample_s``); after the clock stopped, µs per gradient evaluation (see
+    """For `llvm_backend.tools.coldcompile.cold_call`: nutpie on model ``name`` (of `model_builders`) under ``backend``
+    (one of `NUTPIE_BACKENDS`), compile then sample one chain, split into `PHASES` (``phases``), with the wall
+    seconds of each call (``compile_s``, ``sample_s``); after the clock stopped, µs per gradient evaluation (see
     ``GRADIENT_CHAINS``). The modules whose functions `WRAPPED` times are imported before the clock starts."""
     import nutpie
 
-    model = MODELS[name]()
+    model = model_builders()[name]()
     compile_model = _compiler(backend)
     if backend == "JAX":
         _jax_cache_in_compiledir()
@@ -230,8 +246,11 @@ class Posterior:
 
 
 def select_posterior(pattern: str | None = None) -> list[str]:
-    """The family's cases (``pymc/time_to_posterior/MODEL``) whose name matches regular expression ``pattern``."""
-    names = [f"{FAMILY}/{model}" for model in MODELS]
+    """The family's cases whose name matches regular expression ``pattern``: ``pymc/time_to_posterior/MODEL`` per
+    model of `llvm_backend_bench.pymc_models`, then ``pymc_corpus/time_to_posterior/MODEL`` per corpus model."""
+    from llvm_backend_bench.corpus import MODELS as CORPUS
+
+    names = [f"{FAMILY}/{model}" for model in MODELS] + [f"{CORPUS_FAMILY}/{model}" for model in CORPUS]
     return [name for name in names if pattern is None or re.search(pattern, name)]
 
 

@@ -8,10 +8,12 @@ from matplotlib.colors import to_rgba
 
 from llvm_backend.tools.cli import main
 from llvm_backend_bench import time_to_posterior
-from llvm_backend_bench.plots import PHASE_COLOURS, PHASE_PLOT, mode_colour, phase_figure
+from llvm_backend_bench.corpus import MODELS as CORPUS
+from llvm_backend_bench.plots import PHASE_COLOURS, PHASE_PANELS_PER_ROW, PHASE_PLOT, mode_colour, phase_figure
 from llvm_backend_bench.pymc_models import MODELS
 from llvm_backend_bench.time_to_posterior import (
     BASELINES,
+    CORPUS_FAMILY,
     FAMILY,
     JAX_SKIPPED,
     NUTPIE_BACKENDS,
@@ -21,6 +23,7 @@ from llvm_backend_bench.time_to_posterior import (
     as_json,
     format_phase_table,
     measure_posterior,
+    model_builders,
     nutpie_rows,
     select_posterior,
 )
@@ -35,20 +38,38 @@ def made_phases(model: int, backend: int, process: str) -> dict[str, float]:
     return {phase: scale * model * backend * (i + 1) / 8 for i, phase in enumerate(PHASES)}
 
 
-def made_rows(backends=NUTPIE_BACKENDS) -> list[Posterior]:
+def made_rows(backends=NUTPIE_BACKENDS, models=tuple(MODELS)) -> list[Posterior]:
     return [
         Posterior(f"{FAMILY}/{model}", backend, process, made_phases(m, b, process), 3.0 * b, 1.0 * b, 10.0 * b)
-        for m, model in enumerate(MODELS, start=1)
+        for m, model in enumerate(models, start=1)
         for b, backend in enumerate(backends, start=1)
         for process in PROCESSES
     ]
 
 
-def test_the_family_is_one_case_per_model():
-    assert select_posterior() == [f"{FAMILY}/{model}" for model in MODELS]
-    assert select_posterior("^pymc/time_to_posterior") == select_posterior()
-    assert select_posterior("eight_schools") == [f"{FAMILY}/eight_schools"]
+def test_the_family_is_one_case_per_model_of_the_pymc_bench_and_of_the_corpus():
+    ours = [f"{FAMILY}/{model}" for model in MODELS]
+    corpus = [f"{CORPUS_FAMILY}/{model}" for model in CORPUS]
+    assert len(corpus) >= 16
+    assert select_posterior() == ours + corpus
+    assert select_posterior("^pymc/time_to_posterior") == ours
+    assert select_posterior("^pymc_corpus/time_to_posterior") == corpus
+    eight_schools = [f"{FAMILY}/eight_schools", *(case for case in corpus if "eight_schools" in case)]
+    assert select_posterior("eight_schools") == eight_schools
     assert select_posterior("^pymc/eight") == []
+
+
+def test_a_case_builds_its_model_from_the_pymc_bench_or_the_corpus():
+    builders = model_builders()
+    assert set(builders) == set(MODELS) | set(CORPUS)
+    assert builders["eight_schools"] is MODELS["eight_schools"]
+    assert builders["radon_centered_data"] == CORPUS["radon_centered_data"].build
+
+
+def test_a_model_named_in_both_the_pymc_bench_and_the_corpus_is_refused(monkeypatch):
+    monkeypatch.setitem(MODELS, "radon_centered_data", MODELS["eight_schools"])
+    with pytest.raises(ValueError, match="radon_centered_data"):
+        model_builders()
 
 
 def test_the_json_has_every_model_backend_and_process_with_every_phase_and_its_ratios():
@@ -128,6 +149,17 @@ def test_the_phase_plot_keeps_each_phase_and_each_backend_in_its_colour():
             assert [bar.get_edgecolor() for bar in bars] == [to_rgba(mode_colour(b)) for b in backends]
     assert len(set(PHASE_COLOURS.values())) == len(PHASES)
     assert phase_figure([]) is None
+
+
+def test_the_phase_plot_wraps_many_models_into_rows_cold_above_warm():
+    models = [f"m{k}" for k in range(PHASE_PANELS_PER_ROW + 2)]
+    figure = phase_figure(made_rows(models=models))
+    geometry = {ax.get_title(): ax.get_subplotspec().get_geometry() for ax in figure.axes}
+    assert len(geometry) == 2 * len(models)
+    for (process, row), k in [(("cold", 0), 0), (("cold", 1), PHASE_PANELS_PER_ROW), (("warm", 2), 1)]:
+        n_rows, n_columns, at, _ = geometry[f"{models[k]}, {process}"]
+        assert (n_rows, n_columns) == (4, PHASE_PANELS_PER_ROW)
+        assert divmod(at, n_columns) == (row, k % PHASE_PANELS_PER_ROW)
 
 
 def fake_cold_call(calls: list):

@@ -5,6 +5,10 @@ a Mode subclass of ours does not reach its compiles: what the LLVM mode does the
 rewrite database and ``Mode`` class, for queries and linkers that are ours alone.
 """
 
+import functools
+from importlib.metadata import version
+
+from pytensor.compile.builders import OpFromGraph
 from pytensor.compile.mode import Mode, optdb, predefined_linkers, predefined_modes, register_linker, register_mode
 from pytensor.graph.rewriting.db import SequenceDB
 from pytensor.link.numba.dispatch.basic import numba_funcify, numba_funcify_and_cache_key
@@ -15,6 +19,7 @@ from llvm_backend.changes import ABSENT, AttributeChange, DispatchOverride, Entr
 from llvm_backend.function import function_maker
 from llvm_backend.lowerings.composite import numba_funcify_Composite, numba_funcify_Composite_without_key
 from llvm_backend.mode import LINKER_NAME, LLVM, MODE_NAME
+from llvm_backend.rewrite_cache.pickling import STATES
 
 __all__ = [
     "COMPOSITE_FUNCIFY",
@@ -22,7 +27,9 @@ __all__ = [
     "LLVM_LINKER",
     "LLVM_MODE",
     "NUMBA_IS_LLVM",
+    "OP_FROM_GRAPH_CACHES",
     "REWRITE_CACHE_QUERY",
+    "op_from_graph_state",
 ]
 
 SERIES = "3.3"
@@ -125,3 +132,48 @@ NUMBA_IS_LLVM = EntryChange(
     LLVM,
     seam=Seam("pytensor", SERIES, _a_mode),
 )
+
+
+OP_FROM_GRAPH_CACHES = {
+    "_lop_op_cache": {},
+    "_rop_op_cache": None,
+    "_connection_pattern": None,
+    "_frozen_lop": None,
+    "_frozen_rop": None,
+}
+"""What an `OpFromGraph` fills as it is used (the ops of its gradient and R-op, its connection pattern, its frozen
+overrides), as a new one holds it."""
+OP_FROM_GRAPH_ADDED = ("_fn", "_inner_shape_template", "_inner_shape_frozen")
+"""What it adds to itself as it is used (its compiled function, its shape graph at its first ``infer_shape``)."""
+
+
+@functools.cache
+def _op_from_graph_problem() -> str | None:
+    """Why `op_from_graph_state` cannot be trusted with this PyTensor (None if it can): not the 3.3 series, or a
+    new `OpFromGraph` that does not hold `OP_FROM_GRAPH_CACHES` as they say, or holds `OP_FROM_GRAPH_ADDED`."""
+    import pytensor.tensor as pt
+
+    pytensor_version = version("pytensor")
+    if pytensor_version.split(".")[:2] != SERIES.split("."):
+        return f"pytensor {pytensor_version} is not {SERIES}.x, which llvm_backend was written against"
+    x = pt.dscalar()
+    state = vars(OpFromGraph([x], [x + 1.0]))
+    differ = [name for name, value in OP_FROM_GRAPH_CACHES.items() if name not in state or state[name] != value]
+    differ += [name for name in OP_FROM_GRAPH_ADDED if name in state]
+    return f"pytensor {pytensor_version}: a new OpFromGraph holds {differ} otherwise" if differ else None
+
+
+def op_from_graph_state(op: OpFromGraph) -> dict:
+    """``op``'s state (its ``__dict__``) with its caches as a new op holds them (`OP_FROM_GRAPH_CACHES`, none of
+    `OP_FROM_GRAPH_ADDED`): what the op computes, the same before and after its first gradient, shape or call,
+    and a state PyTensor refills on demand once unpickled. The rewrite cache pickles OpFromGraphs so
+    (`llvm_backend.rewrite_cache.pickling.STATES`). RuntimeError, naming PyTensor's version, if that is not what a
+    new OpFromGraph holds: the rewrite cache then keys no graph holding one."""
+    problem = _op_from_graph_problem()
+    if problem is not None:
+        raise RuntimeError(f"llvm_backend: an OpFromGraph cannot be pickled without its caches: {problem}")
+    state = {name: value for name, value in vars(op).items() if name not in OP_FROM_GRAPH_ADDED}
+    return state | {name: value if value is None else type(value)() for name, value in OP_FROM_GRAPH_CACHES.items()}
+
+
+STATES[OpFromGraph] = op_from_graph_state

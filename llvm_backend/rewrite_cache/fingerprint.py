@@ -13,7 +13,6 @@ import hashlib
 import importlib.metadata
 import importlib.util
 import io
-import pickle
 import site
 import sys
 import sysconfig
@@ -23,9 +22,11 @@ from pathlib import Path
 
 import numpy as np
 from pytensor import config
+from pytensor.graph.basic import Variable
 from pytensor.graph.rewriting.basic import Rewriter
 from pytensor.misc.frozendict import frozendict
 
+from llvm_backend.rewrite_cache.pickling import GraphPickler, with_state
 from llvm_backend.sources import OWN_PACKAGES, project_source_hash
 
 __all__ = [
@@ -297,9 +298,11 @@ def value_identity(value) -> str:
     return _once(value, lambda: state_identity(value))
 
 
-class _StatePickler(pickle.Pickler):
+class _StatePickler(GraphPickler):
     """Pickles what an object is, not what it cached nor which objects it shares: a `frozendict` (an Elemwise's
-    ``inplace_pattern``) as its items, without the hash it stores once it has been hashed; and, without pickle's
+    ``inplace_pattern``) as its items, without the hash it stores once it has been hashed; an `OpFromGraph` without
+    its caches (`GraphPickler`); a graph variable without its ``auto_name``, a count of the variables made before
+    it in the process; and, without pickle's
     memo (``fast``), an object met twice written twice, so an op made by PyTensor (whose name is the very string
     its ``__dict__`` uses as a key) and the same op unpickled from the cache have one state. An object holding
     itself cannot be pickled so (``ValueError``), and is `Uncacheable`.
@@ -316,6 +319,13 @@ class _StatePickler(pickle.Pickler):
     def reducer_override(self, obj):
         if type(obj) is frozendict:
             return frozendict, (dict(obj),)
+        if (reduced := super().reducer_override(obj)) is not NotImplemented:
+            return reduced
+        if isinstance(obj, Variable):
+            # a graph variable held by an op (an inner graph's): its auto_name counts the variables made before it
+            reduced = obj.__reduce_ex__(self.protocol)
+            if len(reduced) > 2 and isinstance(reduced[2], dict) and "auto_name" in reduced[2]:
+                return with_state(reduced, {name: value for name, value in reduced[2].items() if name != "auto_name"})
         if isinstance(obj, type):
             self.code.add(class_identity(obj))
         elif isinstance(obj, types.FunctionType | types.BuiltinFunctionType | types.MethodType | functools.partial):

@@ -13,6 +13,8 @@ from pathlib import Path
 
 from pytensor import config
 
+from llvm_backend.rewrite_cache.pickling import dumps
+
 __all__ = ["DEFAULT", "MAX_BYTES", "MAX_ENTRIES", "RewriteCache"]
 
 _logger = logging.getLogger(__name__)
@@ -70,7 +72,7 @@ class RewriteCache:
         """Write ``fgraph``'s inputs and outputs, and whether it has a `DestroyHandler`, under ``key``
         (atomically)."""
         entry = (list(fgraph.inputs), list(fgraph.outputs), hasattr(fgraph, "destroy_handler"))
-        blob = pickle.dumps((key, entry), protocol=4)
+        blob = dumps((key, entry), protocol=4)
         if len(blob) > self.max_bytes:
             raise ValueError(f"the rewritten graph takes {len(blob)} bytes, over the cache's {self.max_bytes}")
         self.directory.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,48 @@
+"""Pickling graphs for the rewrite cache: each op as what it computes, without what it caches as it is used.
+
+An `OpFromGraph` (PyTensor's ``logsumexp`` and ``softmax``, PyMC's symbolic distributions) fills caches as it is
+used: the op of its gradient, built at its first ``pytensor.grad`` as a closure pickle cannot name, its connection
+pattern, its shape graph. A model's graph holding one could then be neither keyed nor stored, or keyed apart in
+two processes, and every process rewrote it again. `GraphPickler` pickles an op whose class `STATES` names by the
+state that function gives (``llvm_backend.adapters.pytensor`` names `OpFromGraph`'s: its state with those caches
+as a new op holds them), and everything else as pickle does.
+"""
+
+import io
+import pickle
+from collections.abc import Callable
+
+__all__ = ["STATES", "GraphPickler", "dumps", "with_state"]
+
+STATES: dict[type, Callable[[object], dict]] = {}
+"""Per class, the state an instance of it (or of a subclass) is pickled with: what it is, without its caches."""
+
+
+class GraphPickler(pickle.Pickler):
+    """A `pickle.Pickler` writing an instance of a class of `STATES` as pickle would, but with the state that
+    class's function gives; everything else as pickle does."""
+
+    def __init__(self, file, protocol: int, **kwargs):
+        super().__init__(file, protocol, **kwargs)
+        self.protocol = protocol
+
+    def reducer_override(self, obj):
+        for cls, state in STATES.items():
+            if isinstance(obj, cls):
+                return with_state(obj.__reduce_ex__(self.protocol), state(obj))
+        return NotImplemented
+
+
+def with_state(reduced, state: dict) -> tuple:
+    """The reduction ``reduced`` (what ``__reduce_ex__`` returns) with ``state`` in place of the state it sets;
+    TypeError if it sets none as a dict."""
+    if not (isinstance(reduced, tuple) and len(reduced) > 2 and isinstance(reduced[2], dict)):
+        raise TypeError(f"a reduction without a state dict: {reduced!r}")
+    return (*reduced[:2], state, *reduced[3:])
+
+
+def dumps(obj, protocol: int) -> bytes:
+    """``pickle.dumps(obj, protocol)`` through a `GraphPickler`."""
+    buffer = io.BytesIO()
+    GraphPickler(buffer, protocol=protocol).dump(obj)
+    return buffer.getvalue()

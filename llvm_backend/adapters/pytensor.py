@@ -3,6 +3,9 @@
 PyMC compiles every function on a ``Mode`` it rebuilds from the linker and the query of the mode it is given, so
 a Mode subclass of ours does not reach its compiles: what the LLVM mode does there it does through PyTensor's
 rewrite database and ``Mode`` class, for queries and linkers that are ours alone.
+
+It also holds what the rewrite cache reads of PyTensor beyond its public API: which attributes of an
+`OpFromGraph` are caches (`op_from_graph_state`), checked against a new op of the installed PyTensor.
 """
 
 import functools

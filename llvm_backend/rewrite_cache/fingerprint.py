@@ -302,10 +302,9 @@ class _StatePickler(GraphPickler):
     """Pickles what an object is, not what it cached nor which objects it shares: a `frozendict` (an Elemwise's
     ``inplace_pattern``) as its items, without the hash it stores once it has been hashed; an `OpFromGraph` without
     its caches (`GraphPickler`); a graph variable without its ``auto_name``, a count of the variables made before
-    it in the process; and, without pickle's
-    memo (``fast``), an object met twice written twice, so an op made by PyTensor (whose name is the very string
-    its ``__dict__`` uses as a key) and the same op unpickled from the cache have one state. An object holding
-    itself cannot be pickled so (``ValueError``), and is `Uncacheable`.
+    it in the process; and, without pickle's memo (``fast``), an object met twice written twice, so an op made by
+    PyTensor (whose name is the very string its ``__dict__`` uses as a key) and the same op unpickled from the cache
+    have one state. An object holding itself cannot be pickled so (``ValueError``), and is `Uncacheable`.
 
     Pickle names classes and functions by module and name, and an object's ``__reduce__`` may name nothing else
     (``as_op``'s ``FromFunctionOp`` pickles as the module and name of its function): ``code`` collects the

@@ -5,7 +5,8 @@ a Mode subclass of ours does not reach its compiles: what the LLVM mode does the
 rewrite database and ``Mode`` class, for queries and linkers that are ours alone.
 
 It also holds what the rewrite cache reads of PyTensor beyond its public API: which attributes of an
-`OpFromGraph` are caches (`op_from_graph_state`), checked against a new op of the installed PyTensor.
+`OpFromGraph` are caches (`op_from_graph_state`), checked against a new op of the installed PyTensor, and the
+cache a `TensorConstant` fills (`CONSTANT_CACHE`), left out of keys only when checked so.
 """
 
 import functools
@@ -22,10 +23,11 @@ from llvm_backend.changes import ABSENT, AttributeChange, DispatchOverride, Entr
 from llvm_backend.function import function_maker
 from llvm_backend.lowerings.composite import numba_funcify_Composite, numba_funcify_Composite_without_key
 from llvm_backend.mode import LINKER_NAME, LLVM, MODE_NAME
-from llvm_backend.rewrite_cache.pickling import STATES
+from llvm_backend.rewrite_cache.pickling import STATES, UNKEYED_VARIABLE_ATTRIBUTES
 
 __all__ = [
     "COMPOSITE_FUNCIFY",
+    "CONSTANT_CACHE",
     "LLVM_FUNCTIONS",
     "LLVM_LINKER",
     "LLVM_MODE",
@@ -180,3 +182,25 @@ def op_from_graph_state(op: OpFromGraph) -> dict:
 
 
 STATES[OpFromGraph] = op_from_graph_state
+
+
+CONSTANT_CACHE = "_unique_value"
+"""Where a `TensorConstant` keeps the value its ``unique_value`` found, from the first time it is asked (a rewrite
+asks): the rewrite cache's keys leave it out (`llvm_backend.rewrite_cache.pickling.UNKEYED_VARIABLE_ATTRIBUTES`),
+so an inner graph's constant keys alike whether or not a rewrite looked at it."""
+
+
+def _constant_cache_problem() -> str | None:
+    """Why `CONSTANT_CACHE` is not what a `TensorConstant` fills with ``unique_value`` (None if it is)."""
+    import numpy as np
+    import pytensor.tensor as pt
+
+    constant = pt.constant(np.full(3, 0.5))
+    before = set(vars(constant))
+    if constant.unique_value != 0.5 or set(vars(constant)) - before != {CONSTANT_CACHE}:
+        return f"pytensor {version('pytensor')}: TensorConstant.unique_value does not fill {CONSTANT_CACHE} alone"
+    return None
+
+
+if _constant_cache_problem() is None:
+    UNKEYED_VARIABLE_ATTRIBUTES.add(CONSTANT_CACHE)

@@ -26,7 +26,7 @@ from pytensor.graph.basic import Variable
 from pytensor.graph.rewriting.basic import Rewriter
 from pytensor.misc.frozendict import frozendict
 
-from llvm_backend.rewrite_cache.pickling import GraphPickler, with_state
+from llvm_backend.rewrite_cache.pickling import UNKEYED_VARIABLE_ATTRIBUTES, GraphPickler, with_state
 from llvm_backend.sources import OWN_PACKAGES, project_source_hash
 
 __all__ = [
@@ -300,11 +300,13 @@ def value_identity(value) -> str:
 
 class _StatePickler(GraphPickler):
     """Pickles what an object is, not what it cached nor which objects it shares: a `frozendict` (an Elemwise's
-    ``inplace_pattern``) as its items, without the hash it stores once it has been hashed; an `OpFromGraph` without
-    its caches (`GraphPickler`); a graph variable without its ``auto_name``, a count of the variables made before
-    it in the process; and, without pickle's memo (``fast``), an object met twice written twice, so an op made by
-    PyTensor (whose name is the very string its ``__dict__`` uses as a key) and the same op unpickled from the cache
-    have one state. An object holding itself cannot be pickled so (``ValueError``), and is `Uncacheable`.
+    ``inplace_pattern``) as its items, without the hash it stores once it has been hashed; an `OpFromGraph`
+    without its caches (`GraphPickler`); a graph variable without its `UNKEYED_VARIABLE_ATTRIBUTES` (its
+    ``auto_name``, a count of the variables made before it in the process, its ``tag``, and caches such as a
+    constant's unique value); and, without pickle's memo (``fast``), an object met twice written twice, so an op
+    made by PyTensor (whose name is the very string its ``__dict__`` uses as a key) and the same op unpickled
+    from the cache have one state. An object holding itself cannot be pickled so (``ValueError``), and is
+    `Uncacheable`.
 
     Pickle names classes and functions by module and name, and an object's ``__reduce__`` may name nothing else
     (``as_op``'s ``FromFunctionOp`` pickles as the module and name of its function): ``code`` collects the
@@ -321,10 +323,12 @@ class _StatePickler(GraphPickler):
         if (reduced := super().reducer_override(obj)) is not NotImplemented:
             return reduced
         if isinstance(obj, Variable):
-            # a graph variable held by an op (an inner graph's): its auto_name counts the variables made before it
+            # a graph variable held by an op (an inner graph's), without what says nothing of what it is
             reduced = obj.__reduce_ex__(self.protocol)
-            if len(reduced) > 2 and isinstance(reduced[2], dict) and "auto_name" in reduced[2]:
-                return with_state(reduced, {name: value for name, value in reduced[2].items() if name != "auto_name"})
+            if len(reduced) > 2 and isinstance(reduced[2], dict) and UNKEYED_VARIABLE_ATTRIBUTES & reduced[2].keys():
+                return with_state(
+                    reduced, {k: v for k, v in reduced[2].items() if k not in UNKEYED_VARIABLE_ATTRIBUTES}
+                )
         if isinstance(obj, type):
             self.code.add(class_identity(obj))
         elif isinstance(obj, types.FunctionType | types.BuiltinFunctionType | types.MethodType | functools.partial):

@@ -12,10 +12,15 @@ import io
 import pickle
 from collections.abc import Callable
 
-__all__ = ["STATES", "GraphPickler", "dumps", "with_state"]
+__all__ = ["STATES", "UNKEYED_VARIABLE_ATTRIBUTES", "GraphPickler", "dumps", "with_state"]
 
 STATES: dict[type, Callable[[object], dict]] = {}
 """Per class, the state an instance of it (or of a subclass) is pickled with: what it is, without its caches."""
+UNKEYED_VARIABLE_ATTRIBUTES: set[str] = {"auto_name", "tag"}
+"""Attributes of a graph variable an op holds (an inner graph's) that its key leaves out, as the key of the graph
+itself leaves them out of its own variables: its ``auto_name`` (a count of the variables made before it in the
+process), its ``tag`` (annotations: stack traces, facts rewrites found of a constant's data, such as
+``is_diagonal``), and what ``llvm_backend.adapters.pytensor`` adds (caches a variable fills as it is used)."""
 
 
 class GraphPickler(pickle.Pickler):

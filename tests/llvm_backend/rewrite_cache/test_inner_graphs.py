@@ -63,6 +63,17 @@ def test_an_inner_graph_keys_alike_whatever_variables_were_made_before_it():
     assert state_identity(_logsumexp_op()) == first
 
 
+def test_an_inner_graph_keys_alike_after_rewrites_annotated_and_asked_its_constants():
+    x = pt.dvector("x")
+    op = OpFromGraph([x], [x * pt.constant(np.full(3, 0.5))])
+    first = state_identity(op)
+    [constant] = [v for n in op.fgraph.toposort() for v in n.inputs if isinstance(v, pt.TensorConstant)]
+    assert constant.unique_value == 0.5
+    constant.tag.is_diagonal = False
+    assert state_identity(op) == first
+    assert adapter._constant_cache_problem() is None
+
+
 def test_the_op_from_graph_state_is_checked_against_a_new_op_and_refused_when_it_differs(monkeypatch, cache):
     assert adapter._op_from_graph_problem() is None
     monkeypatch.setitem(adapter.OP_FROM_GRAPH_CACHES, "_a_cache_pytensor_dropped", None)

@@ -5,8 +5,9 @@ a Mode subclass of ours does not reach its compiles: what the LLVM mode does the
 rewrite database and ``Mode`` class, for queries and linkers that are ours alone.
 
 It also holds what the rewrite cache reads of PyTensor beyond its public API: which attributes of an
-`OpFromGraph` are caches (`op_from_graph_state`), checked against a new op of the installed PyTensor, and the
-cache a `TensorConstant` fills (`CONSTANT_CACHE`), left out of keys only when checked so.
+`OpFromGraph` are caches (`op_from_graph_state`) and what a `Scan` adds to itself as it runs (`scan_state`), each
+checked against a new op of the installed PyTensor, and the cache a `TensorConstant` fills (`CONSTANT_CACHE`), left
+out of keys only when checked so.
 """
 
 import functools
@@ -17,6 +18,7 @@ from pytensor.compile.mode import Mode, optdb, predefined_linkers, predefined_mo
 from pytensor.graph.rewriting.db import SequenceDB
 from pytensor.link.numba.dispatch.basic import numba_funcify, numba_funcify_and_cache_key
 from pytensor.scalar.basic import Composite
+from pytensor.scan.op import Scan
 
 from llvm_backend import rewrite_cache
 from llvm_backend.changes import ABSENT, AttributeChange, DispatchOverride, EntryChange, Registration, Seam
@@ -34,7 +36,9 @@ __all__ = [
     "NUMBA_IS_LLVM",
     "OP_FROM_GRAPH_CACHES",
     "REWRITE_CACHE_QUERY",
+    "SCAN_ADDED",
     "op_from_graph_state",
+    "scan_state",
 ]
 
 SERIES = "3.3"
@@ -182,6 +186,45 @@ def op_from_graph_state(op: OpFromGraph) -> dict:
 
 
 STATES[OpFromGraph] = op_from_graph_state
+
+
+SCAN_ADDED = ("_fn", "t_call", "t_fn")
+"""What a `Scan` adds to itself as it runs on the py or C linker: its compiled inner function (whose class
+default, None, has it compiled again when needed) and its last call's timings."""
+
+
+@functools.cache
+def _scan_problem() -> str | None:
+    """Why `scan_state` cannot be trusted with this PyTensor (None if it can): not the 3.3 series, a new `Scan`
+    holding one of `SCAN_ADDED`, or a `Scan` class whose ``_fn`` is not None by default."""
+    import pytensor
+    import pytensor.tensor as pt
+    from pytensor.graph.fg import FunctionGraph
+
+    pytensor_version = version("pytensor")
+    if pytensor_version.split(".")[:2] != SERIES.split("."):
+        return f"pytensor {pytensor_version} is not {SERIES}.x, which llvm_backend was written against"
+    x = pt.dvector()
+    out = pytensor.scan(lambda v, acc: acc + v, [x], [pt.zeros((), "float64")], return_updates=False)
+    [op] = {node.op for node in FunctionGraph([x], [out], clone=False).apply_nodes if isinstance(node.op, Scan)}
+    held = [name for name in SCAN_ADDED if name in vars(op)]
+    if held or Scan._fn is not None:
+        return f"pytensor {pytensor_version}: a new Scan holds {held}, Scan._fn is {Scan._fn!r}"
+    return None
+
+
+def scan_state(op: Scan) -> dict:
+    """``op``'s state (its ``__dict__``) without `SCAN_ADDED`: what the loop computes, the same before and after
+    it ran, and a state PyTensor refills on demand once unpickled. The rewrite cache pickles Scans so
+    (`llvm_backend.rewrite_cache.pickling.STATES`). RuntimeError, naming PyTensor's version, if a new Scan holds
+    one of them: the rewrite cache then keys no graph holding one."""
+    problem = _scan_problem()
+    if problem is not None:
+        raise RuntimeError(f"llvm_backend: a Scan cannot be pickled without what it adds as it runs: {problem}")
+    return {name: value for name, value in vars(op).items() if name not in SCAN_ADDED}
+
+
+STATES[Scan] = scan_state
 
 
 CONSTANT_CACHE = "_unique_value"

@@ -37,7 +37,8 @@ Importing the package makes `cached_query` PyTensor's ``optdb.query``
 `CachedRewriter` and returns every other query's as PyTensor builds them. The key includes the linker of the mode
 compiling the graph.
 
-The layers, one module each: ``fingerprint`` (what identifies code, classes, rewriters and flags), ``keys``
+The layers, one module each: ``structure`` (a graph's structure, each node once, for a graph compiled and
+an op's inner graph alike), ``fingerprint`` (what identifies code, classes, ops, rewriters and flags), ``keys``
 (the key of a graph), ``install`` (a stored graph put in place), ``store`` (the files on disk),
 ``rewriter`` (`CachedRewriter`, `cached_query` and `is_ours`) and ``gradient`` (`grad_through_cache`).
 """

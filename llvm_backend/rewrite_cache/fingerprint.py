@@ -9,7 +9,6 @@ module globals it reads, a class by its functions; this package by the hash of i
 """
 
 import functools
-import hashlib
 import importlib.metadata
 import importlib.util
 import io
@@ -23,10 +22,12 @@ from pathlib import Path
 import numpy as np
 from pytensor import config
 from pytensor.graph.basic import Variable
+from pytensor.graph.fg import AbstractFunctionGraph
 from pytensor.graph.rewriting.basic import Rewriter
 from pytensor.misc.frozendict import frozendict
 
 from llvm_backend.rewrite_cache.pickling import UNKEYED_VARIABLE_ATTRIBUTES, GraphPickler, with_state
+from llvm_backend.rewrite_cache.structure import Keyer, Uncacheable, digest, structure
 from llvm_backend.sources import OWN_PACKAGES, project_source_hash
 
 __all__ = [
@@ -38,6 +39,7 @@ __all__ = [
     "digest",
     "flags",
     "function_identity",
+    "inner_graph_identity",
     "package_identity",
     "rewriter_fingerprint",
     "state_identity",
@@ -79,19 +81,6 @@ and linker). Every other flag's value is keyed, a flag PyTensor adds included.""
 
 def _unkeyed(flag: str) -> bool:
     return any(flag == name or (name.endswith("__") and flag.startswith(name)) for name in UNKEYED_FLAGS)
-
-
-class Uncacheable(Exception):
-    """The graph (or the rewriter) holds something the key cannot describe."""
-
-
-def digest(*parts: bytes) -> str:
-    """SHA-256 of ``parts``, each prefixed with its length."""
-    h = hashlib.sha256()
-    for part in parts:
-        h.update(len(part).to_bytes(8, "little"))
-        h.update(part)
-    return h.hexdigest()
 
 
 _package_identities: dict[str, str] = {}
@@ -301,12 +290,12 @@ def value_identity(value) -> str:
 class _StatePickler(GraphPickler):
     """Pickles what an object is, not what it cached nor which objects it shares: a `frozendict` (an Elemwise's
     ``inplace_pattern``) as its items, without the hash it stores once it has been hashed; an `OpFromGraph`
-    without its caches (`GraphPickler`); a graph variable without its `UNKEYED_VARIABLE_ATTRIBUTES` (its
-    ``auto_name``, a count of the variables made before it in the process, its ``tag``, and caches such as a
-    constant's unique value); and, without pickle's memo (``fast``), an object met twice written twice, so an op
-    made by PyTensor (whose name is the very string its ``__dict__`` uses as a key) and the same op unpickled
-    from the cache have one state. An object holding itself cannot be pickled so (``ValueError``), and is
-    `Uncacheable`.
+    without its caches (`GraphPickler`); a graph an op holds as its `inner_graph_identity`; a graph variable
+    without its `UNKEYED_VARIABLE_ATTRIBUTES` (its ``auto_name``, a count of the variables made before it in the
+    process, its ``tag``, and caches such as a constant's unique value); and, without pickle's memo (``fast``),
+    an object met twice written twice, so an op made by PyTensor (whose name is the very string its ``__dict__``
+    uses as a key) and the same op unpickled from the cache have one state. An object holding itself cannot be
+    pickled so (``ValueError``), and is `Uncacheable`.
 
     Pickle names classes and functions by module and name, and an object's ``__reduce__`` may name nothing else
     (``as_op``'s ``FromFunctionOp`` pickles as the module and name of its function): ``code`` collects the
@@ -322,6 +311,8 @@ class _StatePickler(GraphPickler):
             return frozendict, (dict(obj),)
         if (reduced := super().reducer_override(obj)) is not NotImplemented:
             return reduced
+        if isinstance(obj, AbstractFunctionGraph):
+            return str, (inner_graph_identity(obj),)
         if isinstance(obj, Variable):
             # a graph variable held by an op (an inner graph's), without what says nothing of what it is
             reduced = obj.__reduce_ex__(self.protocol)
@@ -354,6 +345,16 @@ def state_identity(obj) -> str:
     except Exception as error:
         raise Uncacheable(f"{obj!r} cannot be pickled: {error}") from error
     return f"{class_identity(type(obj))}:{digest(buffer.getvalue(), *(c.encode() for c in sorted(pickler.code)))}"
+
+
+def inner_graph_identity(fgraph) -> str:
+    """What identifies a graph an op holds (an `OpFromGraph`'s, a `Scan`'s): its class, its `structure` (each op
+    and type by `state_identity`, so an inner graph's inner graphs by theirs), its features' classes and its
+    update mapping. Written once per node, it grows linearly with the graph."""
+    features = sorted(class_identity(type(feature)) for feature in getattr(fgraph, "_features", ()))
+    updates = sorted((getattr(fgraph, "update_mapping", None) or {}).items())
+    parts = [repr(features), repr(updates), *structure(fgraph.inputs, fgraph.outputs, Keyer(state_identity))]
+    return f"{class_identity(type(fgraph))}:{digest(*(part.encode() for part in parts))}"
 
 
 def versions(layout: int) -> str:

@@ -17,8 +17,9 @@ from pytensor.graph.fg import FunctionGraph
 
 from llvm_backend.rewrite_cache import store
 from llvm_backend.rewrite_cache.fingerprint import digest
-from llvm_backend.rewrite_cache.keys import Uncacheable, graph_key, toposort
+from llvm_backend.rewrite_cache.keys import Uncacheable, graph_key
 from llvm_backend.rewrite_cache.rewriter import enabled, outcomes
+from llvm_backend.rewrite_cache.structure import toposort
 
 __all__ = ["grad_through_cache"]
 

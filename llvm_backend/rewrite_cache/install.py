@@ -3,7 +3,7 @@
 from pytensor.graph.destroyhandler import DestroyHandler
 from pytensor.graph.fg import Output
 
-from llvm_backend.rewrite_cache.keys import toposort
+from llvm_backend.rewrite_cache.structure import toposort
 
 __all__ = ["install"]
 

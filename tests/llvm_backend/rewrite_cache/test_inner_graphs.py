@@ -1,7 +1,8 @@
 """Graphs holding ops with inner graphs through the rewrite cache: an `OpFromGraph` keyed and stored without the
-caches it fills as it is used (its gradient's op, a closure pickle cannot name), and inner graphs keyed without
-the ``auto_name`` counters of their variables, in every process alike."""
+caches it fills as it is used (its gradient's op, a closure pickle cannot name), and inner graphs keyed by their
+structure, each node once, without the ``auto_name`` counters of their variables, in every process alike."""
 
+import io
 import json
 import os
 import pickle
@@ -15,12 +16,14 @@ import pytensor.tensor as pt
 import pytest
 from pytensor.compile.builders import OpFromGraph
 from pytensor.graph.fg import FunctionGraph
+from pytensor.scan.op import Scan
 
 from llvm_backend import rewrite_cache
 from llvm_backend.adapters import pytensor as adapter
+from llvm_backend.rewrite_cache import fingerprint
 from llvm_backend.rewrite_cache.fingerprint import state_identity
 from llvm_backend.rewrite_cache.pickling import dumps
-from llvm_backend.tools.testing import compare_llvm_numba_and_py
+from llvm_backend.tools.testing import PY_MODE, compare_llvm_numba_and_py
 
 
 def _logsumexp_op():
@@ -72,6 +75,73 @@ def test_an_inner_graph_keys_alike_after_rewrites_annotated_and_asked_its_consta
     constant.tag.is_diagonal = False
     assert state_identity(op) == first
     assert adapter._constant_cache_problem() is None
+
+
+def _doubling(depth: int, constant: float = 2.0, top=pt.add) -> OpFromGraph:
+    """An `OpFromGraph` whose inner graph doubles ``x * constant`` ``depth`` times, then ``top``s ``x``: 2**depth
+    paths from its output to its multiplication."""
+    x = pt.dscalar("x")
+    y = x * constant
+    for _ in range(depth):
+        y = y + y
+    return OpFromGraph([x], [top(y, x)])
+
+
+def _keyed_bytes(op) -> int:
+    """How many bytes the key's pickler writes for ``op``'s state, as `state_identity` runs it."""
+    buffer = io.BytesIO()
+    pickler = fingerprint._StatePickler(buffer, protocol=4)
+    pickler.fast = True
+    pickler.dump(op)
+    return len(buffer.getvalue())
+
+
+def test_an_inner_graph_is_keyed_writing_each_node_once_however_many_paths_lead_to_it():
+    assert _keyed_bytes(_doubling(12)) == _keyed_bytes(_doubling(2)) < 2_000
+
+
+def test_inner_graphs_key_alike_exactly_when_they_compute_alike():
+    assert state_identity(_doubling(6)) == state_identity(_doubling(6))
+    keys = {
+        state_identity(op)
+        for op in (
+            _doubling(6),
+            _doubling(7),
+            _doubling(6, constant=3.0),
+            _doubling(6, top=pt.mul),
+            _doubling(6, top=pt.sub),
+        )
+    }
+    assert len(keys) == 5
+    x, y = pt.dscalar("x"), pt.dscalar("y")
+    assert state_identity(OpFromGraph([x, y], [x - y])) != state_identity(OpFromGraph([x, y], [y - x]))
+    assert state_identity(OpFromGraph([x, y], [x - y])) != state_identity(OpFromGraph([y, x], [x - y]))
+
+
+def _scan_op(step) -> Scan:
+    x = pt.dvector("x")
+    out = pytensor.scan(step, sequences=[x], outputs_info=[pt.constant(np.float64(0.0))], return_updates=False)
+    [op] = {node.op for node in FunctionGraph([x], [out]).apply_nodes if isinstance(node.op, Scan)}
+    return op
+
+
+def test_a_scan_keys_and_pickles_the_same_after_it_ran():
+    op = _scan_op(lambda v, acc: acc + v)
+    identity, blob = state_identity(op), dumps(op, protocol=4)
+    x = pt.dvector("x")
+    pytensor.function([x], op(x.shape[0], x, pt.zeros((1,), "float64"))[-1], mode=PY_MODE)(np.ones(3))
+    assert "_fn" in vars(op)
+    assert state_identity(op) == identity
+    assert dumps(op, protocol=4) == blob
+    assert adapter._scan_problem() is None
+
+
+def test_the_inner_graphs_of_scans_and_of_nested_ops_key_by_what_they_compute():
+    assert state_identity(_scan_op(lambda v, acc: acc + v)) == state_identity(_scan_op(lambda v, acc: acc + v))
+    assert state_identity(_scan_op(lambda v, acc: acc + v)) != state_identity(_scan_op(lambda v, acc: acc * v))
+    z = pt.dscalar("z")
+    outer = [OpFromGraph([z], [_doubling(3, constant=c)(z) * 2]) for c in (2.0, 2.0, 5.0)]
+    assert state_identity(outer[0]) == state_identity(outer[1]) != state_identity(outer[2])
 
 
 def test_the_op_from_graph_state_is_checked_against_a_new_op_and_refused_when_it_differs(monkeypatch, cache):
@@ -139,3 +209,29 @@ def test_a_graph_holding_an_op_from_graph_keys_alike_in_every_process(cache):
         for made in ("0", "7")
     }
     assert len(keys) == 1
+
+
+def _doubling_graph(constant: float):
+    x, w = pt.dvector("x"), pt.dvector("w")
+    total = pytensor.scan(
+        lambda v, acc: acc + _doubling(5, constant)(v),
+        sequences=[x * w],
+        outputs_info=[pt.constant(np.float64(0.0))],
+        return_updates=False,
+    )[-1]
+    return [x, w], [total, *pytensor.grad(total, [x, w])]
+
+
+@pytest.mark.slow
+def test_graphs_of_scans_over_op_from_graphs_are_served_only_to_graphs_computing_alike(cache):
+    """Each graph is compiled under the py linker first, which runs its Scan and leaves its compiled inner
+    function on the op: the LLVM compile that follows keys and stores the graph all the same."""
+    values = [np.linspace(-1.0, 2.0, 5), np.linspace(0.5, 1.5, 5)]
+    outcomes = []
+    for constant in (2.0, 2.0, 3.0):
+        before = dict(rewrite_cache.outcomes)
+        inputs, outputs = _doubling_graph(constant)
+        _, results = compare_llvm_numba_and_py(inputs, outputs, values)
+        np.testing.assert_allclose(results[0], (32 * constant + 1) * (values[0] * values[1]).sum())
+        outcomes.append({k: v - before.get(k, 0) for k, v in rewrite_cache.outcomes.items() if v != before.get(k, 0)})
+    assert [set(outcome) for outcome in outcomes] == [{"stored"}, {"hit"}, {"stored"}]

@@ -373,8 +373,8 @@ def test_a_gradient_through_the_cache_is_pytensor_s_built_on_the_caller_s_cost(c
     want = pytensor.grad(cost, wrt)
     assert equal_computations(grads, want)
     # built on the caller's own cost graph: the gradient's nodes read the cost's nodes, not copies of them
-    cost_nodes = set(rewrite_cache.keys.toposort(wrt, [cost]))
-    read = {var.owner for node in rewrite_cache.keys.toposort(wrt, grads) for var in node.inputs if var.owner}
+    cost_nodes = set(rewrite_cache.structure.toposort(wrt, [cost]))
+    read = {var.owner for node in rewrite_cache.structure.toposort(wrt, grads) for var in node.inputs if var.owner}
     assert read & cost_nodes
     data = next(var for var in graph_inputs([cost]) if var.name == "data")
     assert _key([*wrt, data], [cost, *grads]) == _key([*wrt, data], [cost, *want])

@@ -201,11 +201,12 @@ def _layout(names: Iterable[str], shapes: dict, start=0) -> tuple[list[str], lis
 def _logp_and_gradient(model, value_vars: list, rewrite_graph: Callable, grad: Callable) -> tuple:
     """The model's log density, rewritten by ``rewrite_graph`` as nutpie does (canonicalize, stabilize, and the
     parameter checks removed unless ``model.check_bounds``), and its gradient by ``grad`` with respect to
-    ``value_vars``, raveled and joined."""
+    ``value_vars``, raveled and joined. The rewrite works on a copy: the model's graph, whose nodes the log
+    density shares with the deterministics, is left as it was, whether the rewrite ran or came from a cache."""
     rewrites = ["canonicalize", "stabilize"]
     if not model.check_bounds:
         rewrites.append("local_remove_check_parameter")
-    logp = rewrite_graph(model.logp(), include=rewrites)
+    logp = rewrite_graph(model.logp(), include=rewrites, clone=True)
     gradient = pt.concatenate([pt.as_tensor(g, allow_xtensor_conversion=True).ravel() for g in grad(logp, value_vars)])
     return logp, gradient
 

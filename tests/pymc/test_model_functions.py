@@ -240,3 +240,19 @@ def test_only_the_modes_and_callables_passed_are_used(monkeypatch):
     assert len(rewrites) == 1 and len(grads) == 1
     assert [got.logp_fn.maker.mode, got.expand_fn.maker.mode] == Slow.made
     assert len(Fast.made) == 3  # the given initial point's, the default initial point's, the shape function's
+
+
+def test_the_model_s_graph_is_left_as_it_was():
+    """The log density is rewritten on a copy: rewriting it in place (``rewrite_graph``'s default) folds the
+    constants of the LKJ transform's graph, which the model's deterministics share, so a warm process, whose
+    rewrite comes from the cache and changes nothing, would build and key another expansion graph than the
+    cold process before it."""
+    with pm.Model() as model:
+        pm.LKJCholeskyCov("chol", n=3, eta=2.0, sd_dist=pm.Exponential.dist(1.0, shape=3), compute_corr=True)
+
+    def drawn():
+        return pytensor.dprint(model.unobserved_value_vars, file="str", print_type=True)
+
+    before = drawn()
+    ours(model)
+    assert drawn() == before

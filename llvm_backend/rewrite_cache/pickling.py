@@ -5,12 +5,15 @@ used: the op of its gradient, built at its first ``pytensor.grad`` as a closure 
 pattern, its shape graph. A model's graph holding one could then be neither keyed nor stored, or keyed apart in
 two processes, and every process rewrote it again. `GraphPickler` pickles an op whose class `STATES` names by the
 state that function gives (``llvm_backend.adapters.pytensor`` names `OpFromGraph`'s: its state with those caches
-as a new op holds them), and everything else as pickle does.
+as a new op holds them), the variables it is told to with an empty ``tag`` (a stored graph's inputs, which
+loading replaces by its caller's), and everything else as pickle does.
 """
 
 import io
 import pickle
 from collections.abc import Callable
+
+from pytensor.graph.utils import Scratchpad
 
 __all__ = ["STATES", "UNKEYED_VARIABLE_ATTRIBUTES", "GraphPickler", "dumps", "with_state"]
 
@@ -25,16 +28,22 @@ process), its ``tag`` (annotations: stack traces, facts rewrites found of a cons
 
 class GraphPickler(pickle.Pickler):
     """A `pickle.Pickler` writing an instance of a class of `STATES` as pickle would, but with the state that
-    class's function gives; everything else as pickle does."""
+    class's function gives, and the variables of ``untagged`` with an empty ``tag``; everything else as pickle
+    does."""
 
-    def __init__(self, file, protocol: int, **kwargs):
+    def __init__(self, file, protocol: int, untagged=(), **kwargs):
         super().__init__(file, protocol, **kwargs)
         self.protocol = protocol
+        self.untagged = {id(var) for var in untagged}
+        self.keep = list(untagged)
 
     def reducer_override(self, obj):
         for cls, state in STATES.items():
             if isinstance(obj, cls):
                 return with_state(obj.__reduce_ex__(self.protocol), state(obj))
+        if id(obj) in self.untagged:
+            reduced = obj.__reduce_ex__(self.protocol)
+            return with_state(reduced, reduced[2] | {"tag": Scratchpad()})
         return NotImplemented
 
 
@@ -46,8 +55,9 @@ def with_state(reduced, state: dict) -> tuple:
     return (*reduced[:2], state, *reduced[3:])
 
 
-def dumps(obj, protocol: int) -> bytes:
-    """``pickle.dumps(obj, protocol)`` through a `GraphPickler`."""
+def dumps(obj, protocol: int, untagged=()) -> bytes:
+    """``pickle.dumps(obj, protocol)`` through a `GraphPickler`, the variables of ``untagged`` with an empty
+    ``tag``."""
     buffer = io.BytesIO()
-    GraphPickler(buffer, protocol=protocol).dump(obj)
+    GraphPickler(buffer, protocol=protocol, untagged=untagged).dump(obj)
     return buffer.getvalue()

@@ -70,9 +70,11 @@ class RewriteCache:
 
     def store(self, key: str, fgraph) -> None:
         """Write ``fgraph``'s inputs and outputs, and whether it has a `DestroyHandler`, under ``key``
-        (atomically)."""
+        (atomically). The inputs are written with an empty ``tag``: what loads an entry takes only their types,
+        and puts its caller's inputs in their place, whose tags (a PyMC value variable's transform, which may hold
+        a local function) need not be picklable."""
         entry = (list(fgraph.inputs), list(fgraph.outputs), hasattr(fgraph, "destroy_handler"))
-        blob = dumps((key, entry), protocol=4)
+        blob = dumps((key, entry), protocol=4, untagged=fgraph.inputs)
         if len(blob) > self.max_bytes:
             raise ValueError(f"the rewritten graph takes {len(blob)} bytes, over the cache's {self.max_bytes}")
         self.directory.mkdir(parents=True, exist_ok=True)

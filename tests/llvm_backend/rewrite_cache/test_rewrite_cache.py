@@ -220,6 +220,34 @@ def test_an_op_that_cannot_be_pickled_is_rewritten_as_usual(cache):
     np.testing.assert_allclose(f(np.zeros(2)), [2.0, 2.0])
 
 
+def _unpicklable_tag():
+    """What PyMC's interval transform holds: a local function."""
+
+    def transform_params(*args):
+        return args
+
+    return transform_params
+
+
+def test_inputs_whose_tags_cannot_be_pickled_are_stored_and_served_with_their_callers_inputs(cache):
+    outcomes = []
+    for _ in range(2):
+        x = pt.dvector("x")
+        x.tag.transform = _unpicklable_tag()
+        f, outcome = _outcomes_of(lambda: compare_llvm_numba_and_py([x], [pt.exp(x).sum() * 2], [np.zeros(3)])[0])
+        outcomes.append(outcome)
+        assert f.maker.fgraph.inputs[0].tag.transform is x.tag.transform
+    assert outcomes == [{"stored": 1}, {"hit": 1}]
+    through_cache = rewrite_cache.grad_through_cache(pytensor.grad)
+    for outcome in ({"stored": 1}, {"hit": 1}):
+        x = pt.dvector("x")
+        x.tag.transform = _unpicklable_tag()
+        cost = pt.exp(x).sum()
+        [grad], got = _outcomes_of(lambda: through_cache(cost, [x]))
+        assert got == outcome
+        compare_llvm_numba_and_py([x], [cost, grad], [np.linspace(0.0, 1.0, 3)])
+
+
 def test_an_unreadable_entry_is_removed_and_the_graph_rewritten(cache, caplog):
     x = pt.dvector("x")
     pytensor.function([x], pt.exp(x).sum(), mode="LLVM")

@@ -34,8 +34,7 @@ class GraphPickler(pickle.Pickler):
     def __init__(self, file, protocol: int, untagged=(), **kwargs):
         super().__init__(file, protocol, **kwargs)
         self.protocol = protocol
-        self.untagged = {id(var) for var in untagged}
-        self.keep = list(untagged)
+        self.untagged = {id(var): var for var in untagged}
 
     def reducer_override(self, obj):
         for cls, state in STATES.items():

@@ -136,6 +136,31 @@ def test_a_scan_keys_and_pickles_the_same_after_it_ran():
     assert adapter._scan_problem() is None
 
 
+def test_the_scan_state_is_checked_against_a_new_scan_and_refused_when_it_differs(monkeypatch, cache):
+    monkeypatch.setattr(adapter, "SCAN_ADDED", (*adapter.SCAN_ADDED, "info"))
+    adapter._scan_problem.cache_clear()
+    try:
+        with pytest.raises(RuntimeError, match=r"pytensor 3\.3\.\d+: a new Scan holds \['info'\]"):
+            adapter.scan_state(_scan_op(lambda v, acc: acc + v))
+        x = pt.dvector("x")
+        total = pytensor.scan(
+            lambda v, acc: acc + v, sequences=[x], outputs_info=[pt.constant(np.float64(0.0))], return_updates=False
+        )[-1]
+        f, outcome = _outcomes(lambda: pytensor.function([x], total, mode="LLVM"))
+        # the graph holding the Scan; the Scan's own inner graph, which holds none, is stored
+        assert outcome == {"uncacheable": 1, "stored": 1}
+        np.testing.assert_allclose(f(np.arange(4.0)), 6.0)
+    finally:
+        monkeypatch.undo()
+        adapter._scan_problem.cache_clear()
+
+
+def _outcomes(compile_once):
+    before = dict(rewrite_cache.outcomes)
+    result = compile_once()
+    return result, {k: v - before.get(k, 0) for k, v in rewrite_cache.outcomes.items() if v != before.get(k, 0)}
+
+
 def test_the_inner_graphs_of_scans_and_of_nested_ops_key_by_what_they_compute():
     assert state_identity(_scan_op(lambda v, acc: acc + v)) == state_identity(_scan_op(lambda v, acc: acc + v))
     assert state_identity(_scan_op(lambda v, acc: acc + v)) != state_identity(_scan_op(lambda v, acc: acc * v))

@@ -26,6 +26,12 @@ from llvm_backend.rewrite_cache.pickling import dumps
 from llvm_backend.tools.testing import PY_MODE, compare_llvm_numba_and_py
 
 
+def _outcomes(compile_once):
+    before = dict(rewrite_cache.outcomes)
+    result = compile_once()
+    return result, {k: v - before.get(k, 0) for k, v in rewrite_cache.outcomes.items() if v != before.get(k, 0)}
+
+
 def _logsumexp_op():
     x = pt.dmatrix("x")
     [op] = {node.op for node in FunctionGraph([x], [pt.logsumexp(x, axis=1)]).apply_nodes}
@@ -155,12 +161,6 @@ def test_the_scan_state_is_checked_against_a_new_scan_and_refused_when_it_differ
         adapter._scan_problem.cache_clear()
 
 
-def _outcomes(compile_once):
-    before = dict(rewrite_cache.outcomes)
-    result = compile_once()
-    return result, {k: v - before.get(k, 0) for k, v in rewrite_cache.outcomes.items() if v != before.get(k, 0)}
-
-
 def test_the_inner_graphs_of_scans_and_of_nested_ops_key_by_what_they_compute():
     assert state_identity(_scan_op(lambda v, acc: acc + v)) == state_identity(_scan_op(lambda v, acc: acc + v))
     assert state_identity(_scan_op(lambda v, acc: acc + v)) != state_identity(_scan_op(lambda v, acc: acc * v))
@@ -179,9 +179,8 @@ def test_the_op_from_graph_state_is_checked_against_a_new_op_and_refused_when_it
         ):
             adapter.op_from_graph_state(_logsumexp_op())
         x = pt.dmatrix("x")
-        before = dict(rewrite_cache.outcomes)
-        f = pytensor.function([x], pt.logsumexp(x, axis=1), mode="LLVM")
-        assert rewrite_cache.outcomes["uncacheable"] == before.get("uncacheable", 0) + 1
+        f, outcome = _outcomes(lambda: pytensor.function([x], pt.logsumexp(x, axis=1), mode="LLVM"))
+        assert outcome["uncacheable"] == 1
         np.testing.assert_allclose(f(np.zeros((2, 3))), np.log([3.0, 3.0]))
     finally:
         monkeypatch.undo()
@@ -199,10 +198,8 @@ def test_a_graph_holding_a_differentiated_op_from_graph_is_stored_then_served_wi
     values = [np.linspace(-1.0, 2.0, 12).reshape(4, 3), np.array([0.5, -1.0, 2.0])]
     outcomes = []
     for _ in range(2):
-        before = dict(rewrite_cache.outcomes)
         inputs, outputs = _logsumexp_gradient()
-        compare_llvm_numba_and_py(inputs, outputs, values)
-        outcomes.append({k: v - before.get(k, 0) for k, v in rewrite_cache.outcomes.items() if v != before.get(k, 0)})
+        outcomes.append(_outcomes(lambda: compare_llvm_numba_and_py(inputs, outputs, values))[1])
     assert outcomes == [{"stored": 1}, {"hit": 1}]
 
 
@@ -254,9 +251,8 @@ def test_graphs_of_scans_over_op_from_graphs_are_served_only_to_graphs_computing
     values = [np.linspace(-1.0, 2.0, 5), np.linspace(0.5, 1.5, 5)]
     outcomes = []
     for constant in (2.0, 2.0, 3.0):
-        before = dict(rewrite_cache.outcomes)
         inputs, outputs = _doubling_graph(constant)
-        _, results = compare_llvm_numba_and_py(inputs, outputs, values)
+        (_, results), outcome = _outcomes(lambda: compare_llvm_numba_and_py(inputs, outputs, values))
         np.testing.assert_allclose(results[0], (32 * constant + 1) * (values[0] * values[1]).sum())
-        outcomes.append({k: v - before.get(k, 0) for k, v in rewrite_cache.outcomes.items() if v != before.get(k, 0)})
+        outcomes.append(outcome)
     assert [set(outcome) for outcome in outcomes] == [{"stored"}, {"hit"}, {"stored"}]

@@ -4,16 +4,19 @@ PyMC compiles every function on a ``Mode`` it rebuilds from the linker and the q
 a Mode subclass of ours does not reach its compiles: what the LLVM mode does there it does through PyTensor's
 rewrite database and ``Mode`` class, for queries and linkers that are ours alone.
 
-It also holds what the rewrite cache reads of PyTensor beyond its public API: which attributes of an
+It links an op's inner function ahead of PyTensor on a mode of ours (`with_inner_function`), and holds what the
+rewrite cache reads of PyTensor beyond its public API: which attributes of an
 `OpFromGraph` are caches (`op_from_graph_state`) and what a `Scan` adds to itself as it runs (`scan_state`), each
 checked against a new op of the installed PyTensor, and the cache a `TensorConstant` fills (`CONSTANT_CACHE`), left
 out of keys only when checked so.
 """
 
 import functools
+from copy import copy
 from importlib.metadata import version
 
 from pytensor.compile.builders import OpFromGraph
+from pytensor.compile.inner_function import HasInnerFunction
 from pytensor.compile.mode import Mode, optdb, predefined_linkers, predefined_modes, register_linker, register_mode
 from pytensor.graph.rewriting.db import SequenceDB
 from pytensor.link.numba.dispatch.basic import numba_funcify, numba_funcify_and_cache_key
@@ -39,6 +42,7 @@ __all__ = [
     "SCAN_ADDED",
     "op_from_graph_state",
     "scan_state",
+    "with_inner_function",
 ]
 
 SERIES = "3.3"
@@ -225,6 +229,34 @@ def scan_state(op: Scan) -> dict:
 
 
 STATES[Scan] = scan_state
+
+
+@functools.cache
+def _inner_function_problem() -> str | None:
+    """Why `with_inner_function` cannot be trusted with this PyTensor (None if it can): not the 3.3 series, or a
+    `HasInnerFunction` (the class of `Scan` and `OpFromGraph`) whose ``_fn``, the inner function its
+    ``make_thunk`` links when it is None, is not None by default."""
+    pytensor_version = version("pytensor")
+    if pytensor_version.split(".")[:2] != SERIES.split("."):
+        return f"pytensor {pytensor_version} is not {SERIES}.x, which llvm_backend was written against"
+    if vars(HasInnerFunction).get("_fn", ABSENT) is not None or not issubclass(Scan, HasInnerFunction):
+        return f"pytensor {pytensor_version}: HasInnerFunction does not link its inner function into _fn"
+    return None
+
+
+def with_inner_function(op: HasInnerFunction, mode: Mode) -> HasInnerFunction:
+    """``op`` if its inner function is linked already, else a copy of it (equal to it) whose inner function is
+    linked now, on ``mode``: PyTensor links it when it makes the op's thunk, on its VM with C thunks even under
+    the py linker (``HasInnerFunction.link_mode``), and keeps it on the op, which graphs share. RuntimeError,
+    naming PyTensor's version, if the op does not link it so (`_inner_function_problem`)."""
+    problem = _inner_function_problem()
+    if problem is not None:
+        raise RuntimeError(f"llvm_backend: an op's inner function cannot be linked ahead of PyTensor: {problem}")
+    if op._fn is not None:
+        return op
+    linked = copy(op)
+    linked._fn = op.compile_fn(mode)
+    return linked
 
 
 CONSTANT_CACHE = "_unique_value"

@@ -4,7 +4,9 @@ and the two C entry points nutpie calls emitted by us (`llvm_backend_intrinsics.
 from uuid import uuid4
 
 import numpy as np
+from pytensor.compile.inner_function import HasInnerFunction, link_only_mode
 from pytensor.compile.mode import Mode, get_mode
+from pytensor.link.vm import VMLinker
 
 from llvm_backend import rewrite_cache
 from llvm_backend.collector import paced_collections
@@ -61,10 +63,42 @@ def _takes_inputs_directly(graph) -> bool:
     return not graph.packs and not graph.constant_params and not graph.output_lists
 
 
+def _link_inner_functions(fgraph) -> None:
+    """Link the inner function of every op of ``fgraph`` holding one (a `Scan`, an `OpFromGraph`) on Python
+    thunks (`_InnerPythonLinker`), each node given a copy of its op (`with_inner_function`): PyTensor would link
+    them on C thunks, a C module per inner op, compiled by a cold process and keyed and loaded by a warm one."""
+    from llvm_backend.adapters.pytensor import with_inner_function
+
+    for node in fgraph.apply_nodes:
+        if isinstance(node.op, HasInnerFunction):
+            node.op = with_inner_function(node.op, link_only_mode(_InnerPythonLinker()))
+
+
+class _PythonLinker(rewrite_cache.CachedPerformLinker):
+    """PyTensor's py linker through the rewrite cache (`CachedPerformLinker`), whose ops' inner functions run on
+    Python thunks too (`_link_inner_functions`): no C code is compiled or loaded for a function linked by it."""
+
+    def make_all(self, *args, **kwargs):
+        _link_inner_functions(self.fgraph)
+        return super().make_all(*args, **kwargs)
+
+
+class _InnerPythonLinker(VMLinker):
+    """PyTensor's VM on Python thunks, without its C loop (the inner functions of FAST_COMPILE's Scans), whose
+    ops' inner functions run on Python thunks too (`_link_inner_functions`)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**{**kwargs, "use_cloop": False, "c_thunks": False})
+
+    def make_all(self, *args, **kwargs):
+        _link_inner_functions(self.fgraph)
+        return super().make_all(*args, **kwargs)
+
+
 def _fast_mode() -> Mode:
-    """FAST_COMPILE's rewrites on PyTensor's py linker, through the rewrite cache: what the shape and initial-point
-    functions, each called once or twice, are compiled on (no VM, whose C lazylinker a cold process builds)."""
-    return Mode(linker=rewrite_cache.CachedPerformLinker(), optimizer=get_mode("FAST_COMPILE").provided_optimizer)
+    """FAST_COMPILE's rewrites on `_PythonLinker`: what the shape and initial-point functions, each called once or
+    twice, are compiled on (no VM, whose C lazylinker a cold process builds, and no C thunk)."""
+    return Mode(linker=_PythonLinker(), optimizer=get_mode("FAST_COMPILE").provided_optimizer)
 
 
 def _model_functions(model, fast: Mode, *, initial_points, jitter_rvs, default_initialization_strategy, var_names):

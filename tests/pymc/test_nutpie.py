@@ -9,16 +9,22 @@ import sys
 import numpy as np
 import nutpie
 import pymc as pm
+import pytensor
+import pytensor.tensor as pt
 import pytest
 from pytensor import config
+from pytensor.compile.builders import OpFromGraph
+from pytensor.compile.inner_function import HasInnerFunction
 from pytensor.compile.mode import get_mode, predefined_modes
+from pytensor.graph.fg import FunctionGraph
+from pytensor.scan.op import Scan
 
 import llvm_backend
 import llvm_backend.nutpie
 from llvm_backend import rewrite_cache
 from llvm_backend.collector import OLDEST_THRESHOLD, YOUNG_THRESHOLD
 from llvm_backend.linker import LLVMLinker
-from llvm_backend.tools.testing import assert_same_result
+from llvm_backend.tools.testing import PY_MODE, assert_same_result
 from llvm_backend_bench.pymc_models import eight_schools
 from llvm_backend_intrinsics.nutpie import NutpieEntry
 
@@ -433,6 +439,53 @@ def test_a_cold_process_compiles_and_samples_without_building_pytensor_s_c_lazyl
     assert done.stdout.split() == ["False", "[]"]
 
 
+def _scan_over_an_op_from_graph():
+    """A Scan whose step calls an OpFromGraph, on C-able ops, and its input."""
+    x = pt.dvector("x")
+    square = OpFromGraph([(v := pt.dscalar())], [pt.exp(v) * v])
+    out = pytensor.scan(lambda v, acc: acc + square(v), [x], [pt.zeros((), "float64")], return_updates=False)
+    return x, out
+
+
+def _inner_thunks(fgraph) -> list:
+    """The thunks of the inner functions of ``fgraph``'s ops, their inner functions' included."""
+    thunks = []
+    for node in fgraph.apply_nodes:
+        if isinstance(node.op, HasInnerFunction):
+            inner = node.op.fn
+            thunks += [*inner.vm.thunks, *_inner_thunks(inner.maker.fgraph)]
+    return thunks
+
+
+def test_the_fast_mode_links_inner_functions_on_python_thunks_on_copies_of_their_ops():
+    from llvm_backend.nutpie.compile_model import _fast_mode
+
+    x, out = _scan_over_an_op_from_graph()
+    value = np.linspace(-1.0, 1.0, 7)
+    fn = pytensor.function([x], out, mode=_fast_mode())
+    thunks = _inner_thunks(fn.maker.fgraph)
+    assert len(thunks) >= 3
+    assert not [thunk for thunk in thunks if hasattr(thunk, "cthunk")]
+    [user_scan] = [node.op for node in FunctionGraph([x], [out], clone=False).apply_nodes if isinstance(node.op, Scan)]
+    assert "_fn" not in vars(user_scan)  # the user's op, which other graphs share, is left unlinked
+    for mode in (PY_MODE, "NUMBA"):
+        assert_same_result(fn(value), pytensor.function([x], out, mode=mode)(value), str(mode))
+
+
+def test_an_inner_function_linked_already_is_kept_and_a_pytensor_linking_otherwise_is_refused(monkeypatch):
+    from llvm_backend.adapters import pytensor as adapter
+    from llvm_backend.nutpie.compile_model import _fast_mode
+
+    x, out = _scan_over_an_op_from_graph()
+    [scan] = [node.op for node in FunctionGraph([x], [out], clone=False).apply_nodes if isinstance(node.op, Scan)]
+    pytensor.function([x], out, mode=PY_MODE)  # links the user's Scan, on C thunks
+    assert adapter.with_inner_function(scan, get_mode("FAST_COMPILE")) is scan
+    monkeypatch.setattr(adapter, "_inner_function_problem", lambda: "the problem")
+    x, out = _scan_over_an_op_from_graph()
+    with pytest.raises(RuntimeError, match="cannot be linked ahead of PyTensor: the problem"):
+        pytensor.function([x], out, mode=_fast_mode())
+
+
 def _process_wide():
     import pytensor.graph
 
@@ -457,7 +510,7 @@ def test_compile_pymc_model_changes_nothing_other_threads_see(monkeypatch):
 
     monkeypatch.setattr(model_functions, "model_functions", spied)
     llvm_backend.nutpie.compile_pymc_model(eight_schools())
-    assert seen == [(before, "CachedPerformLinker")]
+    assert seen == [(before, "_PythonLinker")]
     assert _process_wide() == before
 
 

@@ -105,8 +105,9 @@ def _indexing(node, elemwise) -> tuple | None:
     (``writes``: output -> its target's input, its index, its mode); ``((), (), {})`` for a node without any;
     None when the loop does not take them: an index that is not a vector of integers, a source or target
     of another ndim than the loop's, a target broadcastable where the output is not (or the reverse), a
-    written output that is reduced, in place or not declared to destroy its target, or an ``inc`` of a target
-    that is not a number."""
+    written output that is reduced, in place, or not declared to destroy a target of its own, or an ``inc`` of a
+    target that is not a number. A written output's target is the input its ``destroy_map`` names, among those
+    after the index arrays: PyTensor appends one per written output, an index writing several outputs included."""
     if not isinstance(node.op, FusedElemwise) or not any(
         e is not None for e in (*node.op.indexed_inputs, *node.op.indexed_outputs)
     ):
@@ -114,7 +115,7 @@ def _indexing(node, elemwise) -> tuple | None:
     n, ndim = len(elemwise.inputs), elemwise.outputs[0].type.ndim
     reduced = node.op.reduced_outputs or (None,) * len(node.outputs)
     indices, reads, writes = [], [None] * n, {}
-    targets = iter(range(n + len(node.op.indexed_inputs), len(node.inputs)))
+    targets = range(n + len(node.op.indexed_inputs), len(node.inputs))
     for k, (read, write) in enumerate(zip(node.op.indexed_inputs, node.op.indexed_outputs, strict=True)):
         index = node.inputs[n + k]
         if not (isinstance(index.type, TensorType) and index.type.ndim == 1 and index.type.numpy_dtype.kind in "iu"):
@@ -127,15 +128,19 @@ def _indexing(node, elemwise) -> tuple | None:
             reads[j] = k
         if write is None:
             continue
-        position = next(targets)
-        target = node.inputs[position].type
         for j in write[0]:
-            out = elemwise.outputs[j].type
+            destroyed = node.op.destroy_map.get(j, [])
+            if len(destroyed) != 1 or destroyed[0] not in targets:
+                return None
+            position = destroyed[0]
+            if any(position == target for target, _, _ in writes.values()):
+                return None
+            target, out = node.inputs[position].type, elemwise.outputs[j].type
             if target.ndim != ndim or target.dtype != out.dtype or write[2] not in ("inc", "set"):
                 return None
             if any(target.broadcastable[d] != out.broadcastable[d] for d in range(ndim) if d != axis):
                 return None
-            if reduced[j] is not None or j in elemwise.op.inplace_pattern or node.op.destroy_map.get(j) != [position]:
+            if reduced[j] is not None or j in elemwise.op.inplace_pattern:
                 return None
             if write[2] == "inc" and np.dtype(target.dtype).kind not in "iuf":
                 return None

@@ -223,6 +223,21 @@ def test_a_gather_and_a_segment_sum_are_our_loop():
     assert [o.indexed for o in spec.outputs if o.indexed] == [(0, "inc")]
 
 
+def test_gradients_of_two_gathers_by_one_index_are_added_in_one_loop_each_into_its_own_target():
+    """A varying-intercept, varying-slope likelihood: ``a[group]`` and ``b[group]`` read in the loop, and both
+    gradients added at ``group``, one index writing two outputs, each into a target of its own."""
+    a, b, x, y = pt.dvector("a"), pt.dvector("b"), pt.dvector("x"), pt.dvector("y")
+    logp = (-0.5 * (y - a[GROUPS] - b[GROUPS] * x) ** 2).sum()
+    outputs = [logp, *pytensor.grad(logp, [a, b])]
+    values = [RNG.normal(size=3), RNG.normal(size=3), RNG.normal(size=GROUPS.size), RNG.normal(size=GROUPS.size)]
+    fn, _ = compare_llvm_numba_and_py([a, b, x, y], outputs, values)
+    [node] = _indexed(fn)
+    [written] = [entry for entry in node.op.indexed_outputs if entry is not None]
+    assert len(written[0]) == 2
+    into = [o.into for o in loop_spec(node).outputs if o.indexed]
+    assert len(into) == 2 and len(set(into)) == 2
+
+
 @pytest.mark.slow
 def test_an_index_input_with_negative_and_repeated_positions():
     x, y, idx = pt.dvector("x"), pt.dvector("y"), pt.lvector("idx")

@@ -133,7 +133,7 @@ def _indexing(node, elemwise) -> tuple | None:
             if len(destroyed) != 1 or destroyed[0] not in targets:
                 return None
             position = destroyed[0]
-            if any(position == target for target, _, _ in writes.values()):
+            if any(position == taken for taken, _, _ in writes.values()):
                 return None
             target, out = node.inputs[position].type, elemwise.outputs[j].type
             if target.ndim != ndim or target.dtype != out.dtype or write[2] not in ("inc", "set"):

@@ -74,25 +74,26 @@ def _link_inner_functions(fgraph) -> None:
             node.op = with_inner_function(node.op, link_only_mode(_InnerPythonLinker()))
 
 
-class _PythonLinker(rewrite_cache.CachedPerformLinker):
-    """PyTensor's py linker through the rewrite cache (`CachedPerformLinker`), whose ops' inner functions run on
-    Python thunks too (`_link_inner_functions`): no C code is compiled or loaded for a function linked by it."""
+class _InnerFunctionsOnPython:
+    """A linker whose graph's ops' inner functions are linked on Python thunks (`_link_inner_functions`) before
+    it links the graph itself."""
 
     def make_all(self, *args, **kwargs):
         _link_inner_functions(self.fgraph)
         return super().make_all(*args, **kwargs)
 
 
-class _InnerPythonLinker(VMLinker):
+class _PythonLinker(_InnerFunctionsOnPython, rewrite_cache.CachedPerformLinker):
+    """PyTensor's py linker through the rewrite cache (`CachedPerformLinker`), whose ops' inner functions run on
+    Python thunks too: no C code is compiled or loaded for a function linked by it."""
+
+
+class _InnerPythonLinker(_InnerFunctionsOnPython, VMLinker):
     """PyTensor's VM on Python thunks, without its C loop (the inner functions of FAST_COMPILE's Scans), whose
-    ops' inner functions run on Python thunks too (`_link_inner_functions`)."""
+    ops' inner functions run on Python thunks too."""
 
     def __init__(self, **kwargs):
         super().__init__(**{**kwargs, "use_cloop": False, "c_thunks": False})
-
-    def make_all(self, *args, **kwargs):
-        _link_inner_functions(self.fgraph)
-        return super().make_all(*args, **kwargs)
 
 
 def _fast_mode() -> Mode:
